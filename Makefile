@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+# The two commands for a fresh Debian 12 machine: `make demo` and `make test`.
+BUILD ?= build
+SAN_BUILD ?= build-sanitize
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap configure build test test-unit test-security test-rootless test-sanitize demo claims bench clean
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+configure: bootstrap $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Every test as root (or as the caller), then the security tests again as an unprivileged
+# user: corral must hold its claims rootless too.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	@scripts/run-rootless-tests.sh $(BUILD)
+
+test-sanitize: bootstrap
+	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCORRAL_SANITIZE=ON
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) --timeout 300
+
+demo: build
+	@scripts/demo.sh $(BUILD)/corral
+
+claims: build
+	@scripts/claims.py --build $(BUILD) --render SECURITY.md
+
+bench: build
+	@python3 bench/exec_bench.py --corral $(BUILD)/corral --out docs/benchmarks.md
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

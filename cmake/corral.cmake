@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: Apache-2.0
+# corral_library(name SOURCES ... DEPS ...): one folder, one static library.
+function(corral_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# corral_test(file DEPS ... LABELS ...): a GoogleTest binary registered with ctest.
+function(corral_test file)
+  cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
+  get_filename_component(name ${file} NAME_WE)
+  add_executable(${name} ${file})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 30)
+endfunction()
+
+# corral_folder(name DEPS ...): the library of one src/ folder (every *.cc but *_test.cc),
+# plus one ctest binary per *_test.cc beside it (label "unit"). Globs keep parallel work
+# from colliding in CMakeLists; CONFIGURE_DEPENDS re-globs on each build.
+function(corral_folder name)
+  cmake_parse_arguments(ARG "" "" "DEPS;TEST_DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  list(REMOVE_ITEM srcs ${tests} "")
+  corral_library(${name} SOURCES ${srcs} DEPS ${ARG_DEPS})
+  foreach(t ${tests})
+    corral_test(${t} DEPS ${name} ${ARG_TEST_DEPS} LABELS unit)
+  endforeach()
+endfunction()

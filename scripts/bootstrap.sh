@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs every Debian package corral's build, tests and benchmarks need. Idempotent:
+# apt-get runs only when something is missing, so a second call costs a dpkg query.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config clang
+  libseccomp-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev libcap-dev
+  bubblewrap crun util-linux iproute2 python3 curl git
+)
+# Benchmark-only peers: installed when present in the archive, never fatal.
+optional=(firejail hyperfine)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+opt_missing=()
+for p in "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || opt_missing+=("$p")
+done
+
+if ((${#missing[@]} + ${#opt_missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    if ((${#missing[@]})); then
+      echo "bootstrap: missing packages: ${missing[*]}; run as root: sudo scripts/bootstrap.sh" >&2
+      exit 1
+    fi
+    exit 0
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  if ((${#missing[@]})); then
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  if ((${#opt_missing[@]})); then
+    apt-get install -y -qq --no-install-recommends "${opt_missing[@]}" >/dev/null || \
+      echo "bootstrap: optional packages unavailable: ${opt_missing[*]} (benchmarks skip them)" >&2
+  fi
+fi

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// Size, duration and count parsing.
+#include "policy/units.h"
+
+#include <cctype>
+#include <limits>
+#include <string>
+
+namespace corral::policy {
+namespace {
+
+Error bad(std::string_view text, const char* what) {
+  return Error(Errc::kInvalidArgument, "'" + std::string(text) + "' is not " + what);
+}
+
+// Parses leading digits; returns the count consumed, 0 on none or overflow.
+size_t parseDigits(std::string_view s, uint64_t* out) {
+  uint64_t v = 0;
+  size_t i = 0;
+  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+    unsigned d = static_cast<unsigned>(s[i] - '0');
+    if (v > (std::numeric_limits<uint64_t>::max() - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return i;
+}
+
+}  // namespace
+
+Result<uint64_t> parseSize(std::string_view text) {
+  constexpr const char* kWhat = "a size (e.g. 512K, 64M, 2G)";
+  uint64_t n = 0;
+  size_t used = parseDigits(text, &n);
+  if (used == 0 || n == 0) return bad(text, kWhat);
+  std::string unit;
+  for (char c : text.substr(used)) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;
+  if (unit.empty() || unit == "B") shift = 0;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
+  else if (unit == "T" || unit == "TB" || unit == "TIB") shift = 40;
+  if (shift < 0) return bad(text, kWhat);
+  if (shift > 0 && n > (std::numeric_limits<uint64_t>::max() >> shift)) return bad(text, kWhat);
+  return n << shift;
+}
+
+Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
+  constexpr const char* kWhat = "a duration (e.g. 250ms, 10s, 5m)";
+  uint64_t whole = 0;
+  size_t used = parseDigits(text, &whole);
+  if (used == 0) return bad(text, kWhat);
+  // Up to three fractional digits: enough for milliseconds of a second.
+  uint64_t frac = 0, frac_scale = 1;
+  std::string_view rest = text.substr(used);
+  if (!rest.empty() && rest[0] == '.') {
+    rest.remove_prefix(1);
+    size_t f = 0;
+    while (f < rest.size() && std::isdigit(static_cast<unsigned char>(rest[f]))) {
+      if (f >= 3) return bad(text, kWhat);
+      frac = frac * 10 + static_cast<uint64_t>(rest[f] - '0');
+      frac_scale *= 10;
+      ++f;
+    }
+    if (f == 0) return bad(text, kWhat);
+    rest.remove_prefix(f);
+  }
+  uint64_t unit_ms = 0;
+  if (rest == "ms") unit_ms = 1;
+  else if (rest.empty() || rest == "s") unit_ms = 1000;
+  else if (rest == "m") unit_ms = 60'000;
+  else if (rest == "h") unit_ms = 3'600'000;
+  else return bad(text, kWhat);
+  constexpr uint64_t kMaxMs = 366ull * 24 * 3'600'000;
+  if (whole > kMaxMs / unit_ms) return bad(text, kWhat);
+  uint64_t ms = whole * unit_ms + frac * unit_ms / frac_scale;
+  if (ms == 0 || ms > kMaxMs) return bad(text, kWhat);
+  return std::chrono::milliseconds(ms);
+}
+
+Result<uint64_t> parseCount(std::string_view text, uint64_t max) {
+  uint64_t n = 0;
+  size_t used = parseDigits(text, &n);
+  if (used == 0 || used != text.size() || n == 0 || n > max)
+    return Error(Errc::kInvalidArgument,
+                 "'" + std::string(text) + "' is not a count from 1 to " + std::to_string(max));
+  return n;
+}
+
+}  // namespace corral::policy

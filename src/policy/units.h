@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sizes ("64M") and durations ("1.5s") as users write them on flags and in manifests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace corral::policy {
+
+// Bytes: a decimal integer with an optional K, M, G or T suffix (binary, 1K = 1024;
+// "KiB"/"MB" spellings accepted as the same). Zero, signs, spaces, overflow and junk are errors.
+Result<uint64_t> parseSize(std::string_view text);
+
+// A non-negative decimal with a unit: ms, s, m or h ("250ms", "1.5s", "2m"). A bare number
+// is seconds. Zero, negatives, overflow past a year and junk are errors.
+Result<std::chrono::milliseconds> parseDuration(std::string_view text);
+
+// A positive decimal integer no larger than max.
+Result<uint64_t> parseCount(std::string_view text, uint64_t max);
+
+}  // namespace corral::policy
