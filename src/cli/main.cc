@@ -3,16 +3,44 @@
 #include "cli/main.h"
 
 #include <cstdio>
-#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/exec.h"
+#include "sandbox/linux_backend.h"
 
 namespace corral::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: corral <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  exec [options] -- CMD [ARGS...]   run one command in a fresh sandbox (corral exec --help)\n"
+    "  doctor [--json]                   report host facilities and which mechanism each limit uses\n"
+    "  claims [--build DIR]              run the claim ledger's tests and render SECURITY.md\n"
+    "  version                           print the version\n";
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  sandbox::rememberProcessArgs(argc, argv);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: corral exec|doctor|claims|version ...\n");
+    std::fputs(kUsage, stderr);
     return 125;
   }
-  std::fprintf(stderr, "corral: unknown command '%s'\n", argv[1]);
+  const std::string cmd = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (cmd == "exec") return execMain(rest);
+  if (cmd == "version" || cmd == "--version") {
+    std::puts("corral 0.1.0");
+    return 0;
+  }
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "corral: unknown command '%s' (try corral --help)\n", cmd.c_str());
   return 125;
 }
 

@@ -10,7 +10,7 @@ namespace corral::policy {
 namespace {
 
 Error bad(std::string_view text, const char* what) {
-  return Error(Errc::kInvalidArgument, "'" + std::string(text) + "' is not " + what);
+  return Error(Errc::kInvalidArgument, "'" + printable(text) + "' is not " + what);
 }
 
 // Parses leading digits; returns the count consumed, 0 on none or overflow.
@@ -84,8 +84,40 @@ Result<uint64_t> parseCount(std::string_view text, uint64_t max) {
   size_t used = parseDigits(text, &n);
   if (used == 0 || used != text.size() || n == 0 || n > max)
     return Error(Errc::kInvalidArgument,
-                 "'" + std::string(text) + "' is not a count from 1 to " + std::to_string(max));
+                 "'" + printable(text) + "' is not a count from 1 to " + std::to_string(max));
   return n;
+}
+
+std::string printable(std::string_view text) {
+  constexpr size_t kMaxShown = 120;
+  bool cut = text.size() > kMaxShown;
+  if (cut) {
+    text = text.substr(0, kMaxShown);
+    // Back off to a UTF-8 boundary so the cut does not leave half a character.
+    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.remove_suffix(1);
+    if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.remove_suffix(1);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size() + 3);
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  if (cut) out += "...";
+  return out;
 }
 
 }  // namespace corral::policy

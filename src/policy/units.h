@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "base/result.h"
@@ -20,5 +21,10 @@ Result<std::chrono::milliseconds> parseDuration(std::string_view text);
 
 // A positive decimal integer no larger than max.
 Result<uint64_t> parseCount(std::string_view text, uint64_t max);
+
+// User text as it may appear inside a one-line error message: control bytes and backslash
+// escaped (\n, \x00, \\), long text cut to about 120 bytes with "...". Error messages
+// echo hostile input, and a newline or NUL in one would forge or hide a second line.
+std::string printable(std::string_view text);
 
 }  // namespace corral::policy

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// `corral exec` glue: the host-side checks parsing cannot make, then run and report.
+#include "cli/exec.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstdio>
+
+#include "base/unique_fd.h"
+#include "cli/exec_options.h"
+#include "cli/report_json.h"
+#include "sandbox/linux_backend.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr int kExitCorral = 125;
+
+void errorLine(const std::string& message) { std::fprintf(stderr, "corral: %s\n", message.c_str()); }
+
+Result<void> checkHostPaths(sandbox::SandboxSpec& spec) {
+  if (spec.workspace) {
+    char resolved[PATH_MAX];
+    if (!::realpath(spec.workspace->c_str(), resolved)) return sysError("--workspace " + *spec.workspace);
+    struct stat st;
+    if (::stat(resolved, &st) != 0) return sysError("--workspace " + *spec.workspace);
+    if (!S_ISDIR(st.st_mode)) return Error(ENOTDIR, "--workspace " + *spec.workspace);
+    spec.workspace = resolved;
+  } else if (!spec.outputs.empty()) {
+    return Error(Errc::kInvalidArgument, "--output " + spec.outputs.front() + ": needs --workspace (where to copy it back)");
+  }
+  for (const sandbox::RoBind& rb : spec.ro_binds) {
+    struct stat st;
+    if (::stat(rb.host.c_str(), &st) != 0) return sysError("--ro-bind " + rb.host);
+  }
+  return {};
+}
+
+Result<void> writeReportFile(const std::string& path, const std::string& json) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) return sysError("--report " + path);
+  std::string line = json + "\n";
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return sysError("--report " + path);
+  return {};
+}
+
+int finish(const ExecInvocation& inv, const sandbox::RunReport& report) {
+  if (!report.error.empty()) errorLine(report.error);
+  if (inv.json || inv.report_file) {
+    std::string json = renderReport(report);
+    if (inv.report_file) {
+      if (auto w = writeReportFile(*inv.report_file, json); !w) {
+        errorLine(w.error().message());
+        return kExitCorral;
+      }
+    }
+    if (inv.json) std::fprintf(stderr, "%s\n", json.c_str());
+  }
+  return report.exit_code;
+}
+
+}  // namespace
+
+int execMain(const std::vector<std::string>& args) {
+  auto parsed = parseExecArgs(args);
+  if (!parsed) {
+    errorLine(parsed.error().message());
+    return kExitCorral;
+  }
+  ExecInvocation& inv = *parsed;
+  if (inv.help) {
+    std::fputs(execUsage().c_str(), stdout);
+    return 0;
+  }
+  sandbox::RunReport failed;
+  if (auto ok = checkHostPaths(inv.spec); !ok) {
+    failed.error = ok.error().message();
+    return finish(inv, failed);
+  }
+  auto report = sandbox::runLinux(inv.spec, {inv.timing});
+  if (!report) {
+    failed.error = report.error().message();
+    return finish(inv, failed);
+  }
+  return finish(inv, *report);
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+// A small hand-rolled parser for `corral exec` options: one table, one handler per option.
+#include "cli/exec_options.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "policy/env_policy.h"
+#include "policy/path_policy.h"
+#include "policy/units.h"
+
+namespace corral::cli {
+namespace {
+
+using policy::printable;
+
+constexpr uint64_t kMaxCount = 1u << 20;  // --pids and --open-files: 1..1048576
+constexpr const char* kNoProxy =
+    "the egress proxy is not available yet (issue: egress proxy); only --net none is supported";
+
+struct State {
+  ExecInvocation inv;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+Error invalid(std::string message) { return Error(Errc::kInvalidArgument, std::move(message)); }
+
+// "--memory 12Q" + "'12Q' is not a size" -> "--memory 12Q: '12Q' is not a size".
+Error withValue(std::string_view opt, std::string_view value, const Error& e) {
+  return e.wrap(std::string(opt) + " " + printable(value));
+}
+
+// A host path handed to the caller for I/O. NUL would cut it at the syscall; control bytes
+// have no business in a path given on a command line and would garble one-line messages.
+Result<void> checkHostPath(std::string_view opt, std::string_view value) {
+  for (char c : value) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return withValue(opt, value, invalid("contains a control character"));
+  }
+  return {};
+}
+
+Result<void> onWorkspace(State& s, std::string_view opt, std::string_view v) {
+  RETURN_IF_ERROR(checkHostPath(opt, v));
+  s.inv.spec.workspace = std::string(v);
+  return {};
+}
+
+Result<void> onOutput(State& s, std::string_view opt, std::string_view v) {
+  auto rel = policy::path::outputPath(v);
+  if (!rel) return withValue(opt, v, rel.error());
+  auto& outs = s.inv.spec.outputs;
+  if (std::find(outs.begin(), outs.end(), *rel) != outs.end())
+    return invalid(std::string(opt) + " " + printable(v) + ": given twice");
+  outs.push_back(std::move(*rel));
+  return {};
+}
+
+Result<void> onNet(State&, std::string_view opt, std::string_view v) {
+  if (v == "none") return {};
+  if (v == "proxy") return invalid(std::string(opt) + " proxy: " + kNoProxy);
+  return withValue(opt, v, invalid("not a network mode (none or proxy)"));
+}
+
+// The URL is not echoed: it may carry credentials (https://user:token@host).
+Result<void> onAllow(State&, std::string_view opt, std::string_view) {
+  return invalid(std::string(opt) + ": " + kNoProxy);
+}
+
+// Only the key is echoed: the value may be a secret.
+Result<void> onEnv(State& s, std::string_view opt, std::string_view v) {
+  auto kv = policy::env::parseAssignment(v);
+  if (!kv) return withValue(opt, v.substr(0, v.find('=')), kv.error());
+  s.env.push_back(std::move(*kv));
+  return {};
+}
+
+template <typename T>
+Result<T> parsed(std::string_view opt, std::string_view v, Result<T> r) {
+  if (!r) return withValue(opt, v, r.error());
+  return r;
+}
+
+Result<void> onMemory(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(s.inv.spec.limits.memory_bytes, parsed(opt, v, policy::parseSize(v)));
+  return {};
+}
+Result<void> onFileSize(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(s.inv.spec.limits.file_size_bytes, parsed(opt, v, policy::parseSize(v)));
+  return {};
+}
+Result<void> onTmpSize(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(s.inv.spec.limits.tmp_bytes, parsed(opt, v, policy::parseSize(v)));
+  return {};
+}
+Result<void> onWorkspaceSize(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(s.inv.spec.limits.workspace_bytes, parsed(opt, v, policy::parseSize(v)));
+  return {};
+}
+Result<void> onTimeout(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(s.inv.spec.limits.timeout, parsed(opt, v, policy::parseDuration(v)));
+  return {};
+}
+Result<void> onCpuTime(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(s.inv.spec.limits.cpu_time, parsed(opt, v, policy::parseDuration(v)));
+  return {};
+}
+Result<void> onPids(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(uint64_t n, parsed(opt, v, policy::parseCount(v, kMaxCount)));
+  s.inv.spec.limits.pids = static_cast<uint32_t>(n);
+  s.inv.spec.limits.pids_explicit = true;
+  return {};
+}
+Result<void> onOpenFiles(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(uint64_t n, parsed(opt, v, policy::parseCount(v, kMaxCount)));
+  s.inv.spec.limits.open_files = static_cast<uint32_t>(n);
+  return {};
+}
+
+// HOST[:SANDBOX]. Paths containing ':' cannot be told apart from the separator, so more
+// than one ':' is refused rather than guessed at.
+Result<void> onRoBind(State& s, std::string_view opt, std::string_view v) {
+  size_t colon = v.find(':');
+  if (colon != std::string_view::npos && v.find(':', colon + 1) != std::string_view::npos)
+    return withValue(opt, v, invalid("more than one ':'; paths containing ':' are not supported"));
+  std::string_view host = v.substr(0, colon);
+  std::string_view target = colon == std::string_view::npos ? host : v.substr(colon + 1);
+  if (host.empty()) return withValue(opt, v, invalid("the host path is empty"));
+  if (target.empty()) return withValue(opt, v, invalid("the sandbox path after ':' is empty"));
+  RETURN_IF_ERROR(checkHostPath(opt, v));
+  if (host.front() != '/') return withValue(opt, v, invalid("the host path is not absolute"));
+  std::string shown_target = std::string(opt) + " target";
+  auto checked = policy::path::sandboxMountPath(target);
+  if (!checked) return withValue(shown_target, target, checked.error());
+  auto& binds = s.inv.spec.ro_binds;
+  if (std::any_of(binds.begin(), binds.end(), [&](const sandbox::RoBind& b) { return b.sandbox == *checked; }))
+    return withValue(shown_target, target, invalid("given twice"));
+  binds.push_back(sandbox::RoBind{std::string(host), std::move(*checked)});
+  return {};
+}
+
+Result<void> onAllowWeaker(State& s, std::string_view opt, std::string_view v) {
+  auto limit = sandbox::limitFromName(v);
+  if (!limit)
+    return withValue(opt, v,
+                     invalid("not a limit (memory, pids, cpu-time, timeout, file-size, open-files, tmp-size, "
+                             "workspace-size)"));
+  auto& weaker = s.inv.spec.limits.allow_weaker;
+  if (std::find(weaker.begin(), weaker.end(), *limit) == weaker.end()) weaker.push_back(*limit);
+  return {};
+}
+
+Result<void> onReport(State& s, std::string_view opt, std::string_view v) {
+  RETURN_IF_ERROR(checkHostPath(opt, v));
+  s.inv.report_file = std::string(v);
+  return {};
+}
+
+Result<void> onJson(State& s, std::string_view, std::string_view) {
+  s.inv.json = true;
+  return {};
+}
+Result<void> onTiming(State& s, std::string_view, std::string_view) {
+  s.inv.timing = true;
+  return {};
+}
+Result<void> onHelp(State& s, std::string_view, std::string_view) {
+  s.inv.help = true;
+  return {};
+}
+
+using Handler = Result<void> (*)(State&, std::string_view opt, std::string_view value);
+struct Option {
+  std::string_view name;
+  bool takes_value;
+  bool repeatable;
+  Handler handle;
+};
+
+constexpr std::array<Option, 20> kOptions = {{
+    {"--workspace", true, false, onWorkspace},
+    {"--output", true, true, onOutput},
+    {"--net", true, false, onNet},
+    {"--allow", true, true, onAllow},
+    {"--env", true, true, onEnv},
+    {"--memory", true, false, onMemory},
+    {"--pids", true, false, onPids},
+    {"--timeout", true, false, onTimeout},
+    {"--cpu-time", true, false, onCpuTime},
+    {"--file-size", true, false, onFileSize},
+    {"--tmp-size", true, false, onTmpSize},
+    {"--workspace-size", true, false, onWorkspaceSize},
+    {"--open-files", true, false, onOpenFiles},
+    {"--ro-bind", true, true, onRoBind},
+    {"--allow-weaker", true, true, onAllowWeaker},
+    {"--json", false, false, onJson},
+    {"--report", true, false, onReport},
+    {"--timing", false, false, onTiming},
+    {"--help", false, false, onHelp},
+    {"-h", false, false, onHelp},
+}};
+
+const Option* findOption(std::string_view name) {
+  for (const Option& o : kOptions)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+bool isOption(std::string_view arg) { return arg.size() >= 2 && arg[0] == '-'; }
+
+std::string sizeText(uint64_t bytes) {
+  constexpr std::array<std::pair<int, char>, 4> kUnits = {{{40, 'T'}, {30, 'G'}, {20, 'M'}, {10, 'K'}}};
+  for (const auto& [shift, unit] : kUnits)
+    if (bytes >= (1ull << shift) && bytes % (1ull << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  return std::to_string(bytes);
+}
+
+}  // namespace
+
+Result<ExecInvocation> parseExecArgs(const std::vector<std::string>& args) {
+  State s;
+  std::set<std::string_view> seen;
+  size_t i = 0;
+  while (i < args.size()) {
+    std::string_view arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (!isOption(arg)) break;  // like env(1): the first non-option starts the command
+    std::string_view name = arg;
+    std::optional<std::string_view> value;
+    size_t eq = arg.find('=');
+    if (eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    // The value is not echoed here: "--allow=URL" or "--envv=TOKEN=x" may carry a secret.
+    const Option* opt = findOption(name);
+    if (opt == nullptr) return invalid("unknown option " + printable(name));
+    ++i;
+    if (!opt->takes_value && value) return invalid(std::string(name) + ": takes no value");
+    if (opt->takes_value && !value) {
+      // A following "--x" is far more likely a forgotten value than a value.
+      if (i < args.size() && args[i].substr(0, 2) != "--") value = args[i++];
+    }
+    if (opt->takes_value && (!value || value->empty())) return invalid(std::string(name) + ": missing value");
+    if (!opt->repeatable && !seen.insert(opt->name).second) return invalid(std::string(name) + ": given twice");
+    RETURN_IF_ERROR(opt->handle(s, name, value.value_or("")));
+    if (s.inv.help) return std::move(s.inv);
+  }
+  if (i >= args.size()) return invalid("missing command: corral exec [options] -- CMD [ARGS...]");
+  for (size_t a = i; a < args.size(); ++a) {
+    // execve takes C strings: a NUL would silently cut the argument.
+    if (args[a].find('\0') != std::string::npos)
+      return invalid("command argument " + std::to_string(a - i) + " contains a NUL byte");
+  }
+  if (args[i].empty()) return invalid("command: the program name is empty");
+  s.inv.spec.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  s.inv.spec.env = policy::env::buildEnvironment(s.env);
+  return std::move(s.inv);
+}
+
+std::string execUsage() {
+  const sandbox::Limits d;
+  std::string u;
+  u += "usage: corral exec [options] [--] CMD [ARGS...]\n";
+  u += "Run one command in a fresh sandbox. Options end at -- or at the first non-option.\n";
+  u += "  --workspace DIR          copy DIR in as /workspace (default: an empty one)\n";
+  u += "  --output REL             copy REL back to DIR after the run (repeatable)\n";
+  u += "  --net none               loopback only (the default; proxy is not available yet)\n";
+  u += "  --env K=V                set a variable; nothing else passes from here (repeatable)\n";
+  u += "  --memory SIZE            memory limit, e.g. 512M (default: none)\n";
+  u += "  --pids N                 process limit (default: " + std::to_string(d.pids) + ")\n";
+  u += "  --timeout DURATION       wall-clock limit, e.g. 30s, 5m; exit 124 when it fires\n";
+  u += "  --cpu-time DURATION      CPU time limit (default: none)\n";
+  u += "  --file-size SIZE         largest file the command may write (default: " + sizeText(d.file_size_bytes) + ")\n";
+  u += "  --open-files N           open file descriptors (default: " + std::to_string(d.open_files) + ")\n";
+  u += "  --tmp-size SIZE          size of /tmp (default: " + sizeText(d.tmp_bytes) + ")\n";
+  u += "  --workspace-size SIZE    size of /workspace (default: " + sizeText(d.workspace_bytes) + ")\n";
+  u += "  --ro-bind HOST[:SANDBOX] make HOST readable at SANDBOX (default: same path; repeatable)\n";
+  u += "  --allow-weaker LIMIT     accept a weaker mechanism for LIMIT, e.g. memory (repeatable)\n";
+  u += "  --json                   print a JSON report on stderr\n";
+  u += "  --report FILE            write the JSON report to FILE\n";
+  u += "  --help                   show this help\n";
+  u += "Exit status: the command's; 128+N if killed by signal N; 124 on timeout; 125 if corral failed.\n";
+  return u;
+}
+
+}  // namespace corral::cli

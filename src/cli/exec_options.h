@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// `corral exec` options: argv after "exec" parsed strictly into a SandboxSpec, no I/O.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "sandbox/spec.h"
+
+namespace corral::cli {
+
+struct ExecInvocation {
+  sandbox::SandboxSpec spec;
+  bool json = false;                       // --json: the JSON report on stderr
+  std::optional<std::string> report_file;  // --report FILE: the JSON report to FILE
+  bool timing = false;                     // --timing (undocumented): launch-phase breakdown
+  bool help = false;                       // --help: print execUsage() and run nothing
+};
+
+// Options end at "--" or at the first argument that does not start with '-'; the rest is
+// the command (required). Both "--opt value" and "--opt=value" are accepted; a value may
+// not be empty or start with "--" (use --opt=VALUE to pass one that does). Single-valued
+// options may appear once. Paths are checked as strings only: --workspace may be
+// relative, a --ro-bind HOST must already be absolute (the caller resolves and opens
+// both). Every error is one line, prefixed by the option, and never echoes an --env
+// value or an --allow URL (either may carry a secret).
+Result<ExecInvocation> parseExecArgs(const std::vector<std::string>& args);
+
+// The --help text: one line per documented option.
+std::string execUsage();
+
+}  // namespace corral::cli

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// The machine-readable `corral exec` report (--json, --report FILE).
+#pragma once
+
+#include <string>
+
+#include "sandbox/spec.h"
+
+namespace corral::cli {
+
+// One line of JSON, no trailing newline, format version 1:
+//   {"version":1,"exit_code":0,"command_status":0|null,"signal":9|null,"killed_by":"none",
+//    "wall_ms":1.5,"cpu_user_ms":0.5,"cpu_sys_ms":0.25,"peak_memory_bytes":123|null,
+//    "cgroup":"v2","landlock_abi":4,
+//    "limits":{"memory":{"value":123|null,"mechanism":"cgroup-v2"},...},
+//    "outputs":[{"path":"a","status":"copied|missing|refused","reason":"","bytes":3}],
+//    "error":"..."}   (error only when set)
+// Strings that are not valid UTF-8 (file names can be anything) are rendered with U+FFFD
+// in place of the bad bytes rather than failing the report.
+std::string renderReport(const sandbox::RunReport& r);
+
+}  // namespace corral::cli

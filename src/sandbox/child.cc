@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// Init and command setup inside the sandbox (between clone and execve).
+#include "sandbox/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/securebits.h>
+#include <sys/socket.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/caps.h"
+#include "sandbox/landlock.h"
+#include "sandbox/netns.h"
+#include "sandbox/sync_channel.h"
+#include "sandbox/userns.h"
+
+namespace corral::sandbox::child {
+namespace {
+
+constexpr int kSock = 3;
+constexpr uid_t kUid = userns::kSandboxUid;
+constexpr gid_t kGid = userns::kSandboxGid;  // the sync socket is moved here so close_range can spare it
+// Signals a user may send the sandbox (via corral) that init passes to the command.
+constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+
+[[noreturn]] void fail(sync::Type type, int32_t step, int err, int exit_code) {
+  sync::send(kSock, {type, step, err, 0});
+  ::_exit(exit_code);
+}
+
+void noopHandler(int) {}
+
+// Command side: from the fork to execve. Failures go straight to the parent.
+[[noreturn]] void execCommand(const Context& ctx) {
+  sigset_t none;
+  sigemptyset(&none);
+  // Handlers reset on exec, but ignored signals and the mask would be inherited.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction sa{};
+    sa.sa_handler = SIG_DFL;
+    ::sigaction(sig, &sa, nullptr);
+  }
+  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) fail(sync::Type::kExecFailed, sync::kStepSignals, errno, 125);
+  // A new session: no controlling terminal to push keystrokes into (CVE-2017-5226).
+  if (::setsid() < 0) fail(sync::Type::kExecFailed, sync::kStepSetsid, errno, 125);
+  if (::chdir("/workspace") != 0) fail(sync::Type::kExecFailed, sync::kStepChdir, errno, 125);
+  if (int e = rlimits::apply(ctx.rlimits)) fail(sync::Type::kExecFailed, sync::kStepRlimits, e, 125);
+  if (int e = caps::dropAll()) fail(sync::Type::kExecFailed, sync::kStepCaps, e, 125);
+  if (ctx.landlock_abi > 0)
+    if (int e = landlock::restrictSelf(ctx.landlock_abi)) fail(sync::Type::kExecFailed, sync::kStepLandlock, e, 125);
+  // Only stdio crosses exec; the sync socket is close-on-exec so a failed exec can still report.
+  if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
+    fail(sync::Type::kExecFailed, sync::kStepExec, errno, 125);
+  // Seccomp last: every call above is one the filter denies or need not allow.
+  if (ctx.seccomp)
+    if (int e = seccomp::install(*ctx.seccomp)) fail(sync::Type::kExecFailed, sync::kStepSeccomp, e, 125);
+  int err = ENOENT;
+  for (size_t i = 0; i < ctx.exec_path_count; ++i) {
+    ::execve(ctx.exec_paths[i], ctx.argv, ctx.envp);
+    // Like execvp: keep looking past ENOENT/ENOTDIR, remember EACCES, stop on anything else.
+    if (errno == EACCES) err = EACCES;
+    else if (errno != ENOENT && errno != ENOTDIR) { err = errno; break; }
+  }
+  fail(sync::Type::kExecFailed, sync::kStepExec, err, err == ENOENT ? 127 : 126);
+}
+
+// Reaps everything; returns when the command has exited and nothing else is left.
+int superviseCommand(pid_t command, const sigset_t& waited) {
+  int command_status = 0;
+  bool command_done = false;
+  for (;;) {
+    siginfo_t info;
+    int sig = ::sigwaitinfo(&waited, &info);
+    if (sig < 0) continue;
+    if (sig != SIGCHLD) {
+      // The command leads its own process group (setsid); fall back to the pid alone.
+      if (!command_done && ::kill(-command, sig) != 0) ::kill(command, sig);
+      continue;
+    }
+    int status;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == command) {
+        command_status = status;
+        command_done = true;
+      }
+    }
+    if (command_done) {
+      // The command is gone: nothing it left behind may outlive it.
+      ::kill(-1, SIGKILL);
+      while (::waitpid(-1, &status, 0) > 0 || errno == EINTR) {
+      }
+      return command_status;
+    }
+  }
+}
+
+}  // namespace
+
+void runInit(const Context& ctx) {
+  // If corral dies, so does the sandbox: init's death tears down the whole pid namespace.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (ctx.sock != kSock) {
+    if (::dup3(ctx.sock, kSock, O_CLOEXEC) < 0) ::_exit(125);
+  } else if (::fcntl(kSock, F_SETFD, FD_CLOEXEC) != 0) {
+    ::_exit(125);
+  }
+  // Nothing the caller held (a directory fd, a socket) may reach the sandbox (CVE-2024-21626).
+  if (::syscall(SYS_close_range, kSock + 1, ~0u, 0) != 0) ::_exit(125);
+
+  sync::Message m{};
+  if (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kMapsReady) ::_exit(125);  // parent gone: EOF
+  // Become the mapped sandbox uid. A root caller's clone still holds host kuid 0, which has
+  // no mapping here (files could not even be created); a rootless caller already maps to it.
+  // NO_SETUID_FIXUP keeps init's namespace capabilities across the switch.
+  if (::prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP) != 0 || ::setresgid(kGid, kGid, kGid) != 0 ||
+      ::setresuid(kUid, kUid, kUid) != 0)
+    fail(sync::Type::kSetupFailed, sync::kStepCredentials, errno, 125);
+  // A credential change clears the parent-death signal: arm it again, then make sure the
+  // parent did not die in between (its end of the socket would read as EOF).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  {
+    char probe;
+    if (::recv(kSock, &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 0) ::_exit(125);
+  }
+  // Non-dumpable: the command cannot ptrace init or read /proc/1/{environ,mem,fd,root}.
+  if (::prctl(PR_SET_DUMPABLE, 0) != 0) fail(sync::Type::kSetupFailed, sync::kStepDumpable, errno, 125);
+
+  int ws = mountns::makeDetachedTmpfs(ctx.workspace_size);
+  if (ws < 0) fail(sync::Type::kSetupFailed, sync::kStepWorkspaceTmpfs, -ws, 125);
+  if (ctx.send_workspace)
+    if (int e = sync::send(kSock, {sync::Type::kWorkspaceFd, 0, 0, 0}, ws))
+      fail(sync::Type::kSetupFailed, sync::kStepSync, e, 125);
+  size_t failed = 0;
+  if (int e = mountns::execute(*ctx.mounts, ws, ctx.slot_fds, &failed))
+    fail(sync::Type::kSetupFailed, static_cast<int32_t>(failed), e, 125);
+  ::close(ws);
+  if (::sethostname("corral", 6) != 0) fail(sync::Type::kSetupFailed, sync::kStepHostname, errno, 125);
+  if (int e = netns::bringUpLoopback()) fail(sync::Type::kSetupFailed, sync::kStepLoopback, e, 125);
+
+  if (ctx.wait_for_go && (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kGo)) ::_exit(125);
+  // Rooted at the cgroup the parent just placed us in, so /proc/self/cgroup shows "/".
+  if (::unshare(CLONE_NEWCGROUP) != 0) fail(sync::Type::kSetupFailed, sync::kStepCgroupNs, errno, 125);
+
+  // Signals init forwards need a handler: pid 1 drops default-action signals from outside.
+  sigset_t waited;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGCHLD);
+  for (int sig : kForwarded) {
+    struct sigaction sa{};
+    sa.sa_handler = noopHandler;
+    ::sigaction(sig, &sa, nullptr);
+    sigaddset(&waited, sig);
+  }
+  ::sigprocmask(SIG_BLOCK, &waited, nullptr);
+
+  long pid = ::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0);
+  if (pid < 0) fail(sync::Type::kSetupFailed, sync::kStepFork, errno, 125);
+  if (pid == 0) execCommand(ctx);
+
+  // Init keeps nothing the command could use: no capabilities, no stdio.
+  caps::dropAll();
+  ::syscall(SYS_close_range, 0u, 2u, 0);
+  int status = superviseCommand(static_cast<pid_t>(pid), waited);
+  sync::send(kSock, {sync::Type::kCommandExited, 0, 0, status});
+  ::_exit(0);
+}
+
+}  // namespace corral::sandbox::child

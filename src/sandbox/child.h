@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sandbox's processes: init (pid 1 of the new pid namespace: finishes the mount
+// namespace, forks the command, reaps, forwards signals) and the command's own pre-exec
+// setup. Everything they read is computed by the parent before clone.
+#pragma once
+
+#include <cstddef>
+
+#include "sandbox/mountns.h"
+#include "sandbox/rlimits.h"
+#include "sandbox/seccomp.h"
+
+namespace corral::sandbox::child {
+
+struct Context {
+  int sock = -1;                    // the init's end of the sync socketpair
+  const mountns::Plan* mounts = nullptr;
+  int* slot_fds = nullptr;          // mounts->slots entries
+  const char* workspace_size = nullptr;  // "size=<bytes>"
+  bool send_workspace = false;      // the parent stages files in or copies outputs back
+  bool wait_for_go = false;         // staging or a cgroup v1 attach must finish first
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* const* exec_paths = nullptr;  // argv[0] resolved against PATH, in order
+  size_t exec_path_count = 0;
+  rlimits::Plan rlimits;
+  const seccomp::Program* seccomp = nullptr;
+  int landlock_abi = 0;             // 0: not applied
+};
+
+// Never returns. Async-signal-safe throughout: no allocation, no logging, no stdio.
+[[noreturn]] void runInit(const Context& ctx);
+
+}  // namespace corral::sandbox::child

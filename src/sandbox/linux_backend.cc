@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: Apache-2.0
+// Launch order, parent side: plan everything, clone, map ids, stage, go, wait, copy back.
+#include "sandbox/linux_backend.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "base/unique_fd.h"
+#include "policy/seccomp_policy.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/child.h"
+#include "sandbox/landlock.h"
+#include "sandbox/limit_plan.h"
+#include "sandbox/seccomp.h"
+#include "sandbox/sync_channel.h"
+#include "sandbox/userns.h"
+#include "sandbox/workspace.h"
+
+extern char** environ;
+
+namespace corral::sandbox {
+namespace {
+
+int g_argc = 0;
+char** g_argv = nullptr;
+
+using Clock = std::chrono::steady_clock;
+
+struct CloneArgs {  // struct clone_args (linux/sched.h), declared here to avoid header clashes
+  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+constexpr uint64_t kCloneIntoCgroup = 0x200000000ULL;
+
+constexpr int kForwardedSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+
+// Zeroes the strings behind /proc/self/cmdline and /proc/self/environ (child side).
+void scrubProcessStrings() {
+  for (int i = 0; i < g_argc && g_argv[i]; ++i) ::memset(g_argv[i], 0, ::strlen(g_argv[i]));
+  for (char** e = environ; e && *e; ++e) ::memset(*e, 0, ::strlen(*e));
+  if (g_argc > 0 && g_argv[0]) {
+    static const char kName[] = "corral-init";
+    // argv[0] of the original command line is "corral" or a path to it: at least 6 bytes.
+    size_t room = ::strlen("corral");
+    ::memcpy(g_argv[0], kName, room < sizeof(kName) ? room : sizeof(kName));
+  }
+}
+
+std::string passwdFile() {
+  return "root:x:0:0:root:/root:/usr/sbin/nologin\ncorral:x:1000:1000:corral:/workspace:/bin/sh\n"
+         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+}
+std::string groupFile() { return "root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n"; }
+
+std::vector<std::string> execCandidates(const SandboxSpec& spec) {
+  const std::string& cmd = spec.argv.front();
+  if (cmd.find('/') != std::string::npos) return {cmd};
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& kv : spec.env)
+    if (kv.rfind("PATH=", 0) == 0) path = kv.substr(5);
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    out.push_back((dir.empty() ? "." : dir) + "/" + cmd);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<char*> cArray(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string randomId() {
+  uint64_t r = 0;
+  if (::getrandom(&r, sizeof(r), 0) != sizeof(r)) r = static_cast<uint64_t>(::getpid());
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(r));
+  return buf;
+}
+
+class Timing {
+ public:
+  void mark(const char* phase) { marks_.push_back({phase, Clock::now()}); }
+  void print() const {
+    std::string line = "corral: timing";
+    for (size_t i = 1; i < marks_.size(); ++i) {
+      double ms = std::chrono::duration<double, std::milli>(marks_[i].second - marks_[i - 1].second).count();
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), " %s=%.3fms", marks_[i].first, ms);
+      line += buf;
+    }
+    line += "\n";
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  }
+
+ private:
+  std::vector<std::pair<const char*, Clock::time_point>> marks_;
+};
+
+struct Outcome {
+  std::optional<int> status;      // the command's wait status, from init
+  std::optional<sync::Message> setup_failure;
+  std::optional<sync::Message> exec_failure;
+  bool timed_out = false;
+};
+
+// Blocks the forwarded signals for the parent's lifetime in this call and reads them from
+// a signalfd; restores the mask on destruction.
+class SignalForwarder {
+ public:
+  SignalForwarder() {
+    sigemptyset(&set_);
+    for (int s : kForwardedSignals) sigaddset(&set_, s);
+    ::sigprocmask(SIG_BLOCK, &set_, &old_);
+    fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+  }
+  ~SignalForwarder() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  SignalForwarder(const SignalForwarder&) = delete;
+  SignalForwarder& operator=(const SignalForwarder&) = delete;
+  int fd() const { return fd_.get(); }
+
+ private:
+  sigset_t set_, old_;
+  UniqueFd fd_;
+};
+
+Error setupError(const sync::Message& m, const mountns::Plan& plan, const SandboxSpec& spec) {
+  std::string what;
+  if (m.step >= 0 && static_cast<size_t>(m.step) < plan.steps.size()) {
+    const mountns::Step& s = plan.steps[static_cast<size_t>(m.step)];
+    what = s.what;
+    if (s.a) {
+      std::string path = s.a;
+      if (path.rfind(plan.root, 0) == 0 && path != plan.root) path = path.substr(plan.root.size());
+      what += std::string(" (") + path + ")";
+    }
+  } else if (m.step == sync::kStepExec) {
+    what = "exec " + spec.argv.front();
+  } else {
+    what = sync::childStepName(m.step);
+  }
+  return Error(m.err, "sandbox setup: " + what);
+}
+
+}  // namespace
+
+void rememberProcessArgs(int argc, char** argv) {
+  g_argc = argc;
+  g_argv = argv;
+}
+
+Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
+  Timing timing;
+  timing.mark("start");
+  const auto started = Clock::now();
+  if (spec.argv.empty()) return Error(Errc::kInvalidArgument, "no command given");
+
+  // ---- Plan everything before clone: the child only executes. ----
+  cgroup::HostCgroups host_cgroups;
+  if (spec.limits.memory_bytes) host_cgroups = cgroup::detect();
+  ASSIGN_OR_RETURN(LimitDecision limits, planLimits(spec.limits, host_cgroups));
+  ASSIGN_OR_RETURN(seccomp::Program filter, seccomp::compile(policy::seccomp::sandboxPolicy()));
+  const int landlock_abi = landlock::abiVersion();
+  ASSIGN_OR_RETURN(mountns::Plan mounts, mountns::buildPlan(spec, passwdFile(), groupFile()));
+  std::vector<int> slot_fds(static_cast<size_t>(mounts.slots), -1);
+  const std::vector<std::string> exec_paths = execCandidates(spec);
+  std::vector<const char*> exec_cpaths;
+  for (const std::string& p : exec_paths) exec_cpaths.push_back(p.c_str());
+  std::vector<char*> argv = cArray(spec.argv);
+  std::vector<char*> envp = cArray(spec.env);
+  const std::string ws_size = "size=" + std::to_string(spec.limits.workspace_bytes);
+  timing.mark("plan");
+
+  std::optional<cgroup::Cgroup> cg;
+  if (limits.need_cgroup) {
+    cgroup::reapStale(host_cgroups);
+    ASSIGN_OR_RETURN(cgroup::Cgroup created, cgroup::create(limits.cgroup, host_cgroups, randomId()));
+    cg.emplace(std::move(created));
+  }
+  timing.mark("cgroup");
+
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
+  UniqueFd sock(pair[0]), child_sock(pair[1]);
+
+  const bool send_workspace = spec.workspace.has_value() || !spec.outputs.empty();
+  const bool v1_attach = cg && cg->cloneIntoFd() < 0;
+  child::Context ctx;
+  ctx.sock = child_sock.get();
+  ctx.mounts = &mounts;
+  ctx.slot_fds = slot_fds.data();
+  ctx.workspace_size = ws_size.c_str();
+  ctx.send_workspace = send_workspace;
+  ctx.wait_for_go = send_workspace || v1_attach;
+  ctx.argv = argv.data();
+  ctx.envp = envp.data();
+  ctx.exec_paths = exec_cpaths.data();
+  ctx.exec_path_count = exec_cpaths.size();
+  ctx.rlimits = limits.rlimits;
+  ctx.seccomp = &filter;
+  ctx.landlock_abi = landlock_abi;
+
+  // A root caller's supplementary groups (gid 0 among them) would follow the clone and
+  // grant group access on host files; drop them here, where root still may.
+  if (::getuid() == 0 && ::setgroups(0, nullptr) != 0) return sysError("setgroups");
+  SignalForwarder forwarder;
+  int pidfd = -1;
+  CloneArgs args{};
+  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (cg && cg->cloneIntoFd() >= 0) {
+    // cgroup v2: born inside its cgroup, so no untrusted instruction runs outside it.
+    args.flags |= kCloneIntoCgroup;
+    args.cgroup = static_cast<uint64_t>(cg->cloneIntoFd());
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof(args));
+  if (pid < 0) {
+    int err = errno;
+    if (err == EPERM || err == ENOSPC || err == EINVAL)
+      return Error(err, "clone3 (user, mount, pid, net, ipc, uts namespaces): user namespaces unavailable? run `corral doctor`");
+    return sysError("clone3", err);
+  }
+  if (pid == 0) {
+    scrubProcessStrings();
+    child::runInit(ctx);
+  }
+  UniqueFd child_pidfd(pidfd);
+  child_sock.reset();
+  timing.mark("clone");
+
+  // From here on, any early return must not leave the init running: killing it tears down
+  // the whole pid namespace.
+  struct Reaper {
+    pid_t pid;
+    int pidfd;
+    bool armed = true;
+    ~Reaper() {
+      if (!armed) return;
+      ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reaper{static_cast<pid_t>(pid), child_pidfd.get()};
+
+  {
+    UniqueFd proc_dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!proc_dir.valid()) return sysError("open /proc/<child>");
+    RETURN_IF_ERROR(userns::writeIdMaps(proc_dir.get(), userns::planIdMap(::getuid(), ::getgid())));
+  }
+  if (int e = sync::send(sock.get(), {sync::Type::kMapsReady, 0, 0, 0})) return sysError("sync: maps ready", e);
+  timing.mark("idmap");
+  // cgroup v1 has no CLONE_INTO_CGROUP: attach while the init builds its mounts, and hold
+  // it at the "go" barrier so the command never runs outside the cgroup.
+  if (v1_attach) RETURN_IF_ERROR(cg->attach(static_cast<pid_t>(pid)));
+  timing.mark("attach");
+
+  Outcome out;
+  UniqueFd ws_root;
+  if (send_workspace) {
+    sync::Message m{};
+    int fd = -1;
+    if (int e = sync::recv(sock.get(), &m, &fd)) return sysError("sync: waiting for the sandbox", e);
+    if (m.type == sync::Type::kSetupFailed) return setupError(m, mounts, spec);
+    if (m.type != sync::Type::kWorkspaceFd || fd < 0) return Error(Errc::kIo, "sync: unexpected message from sandbox");
+    ws_root.reset(fd);
+    if (spec.workspace) {
+      const uid_t me = ::getuid();
+      const userns::IdMapPlan ids = userns::planIdMap(me, ::getgid());
+      ASSIGN_OR_RETURN(auto stats, workspace::stage(*spec.workspace, ws_root.get(), {ids.host_uid, ids.host_gid, me == 0}));
+      (void)stats;
+    }
+  }
+  if (ctx.wait_for_go)
+    if (int e = sync::send(sock.get(), {sync::Type::kGo, 0, 0, 0})) return sysError("sync: go", e);
+  timing.mark("stage");
+
+  UniqueFd timer;
+  if (spec.limits.timeout) {
+    timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+    itimerspec its{};
+    auto ms = spec.limits.timeout->count();
+    its.it_value.tv_sec = ms / 1000;
+    its.it_value.tv_nsec = (ms % 1000) * 1'000'000;
+    if (!timer.valid() || ::timerfd_settime(timer.get(), 0, &its, nullptr) != 0) return sysError("timerfd");
+  }
+
+  // ---- Supervise: messages, signals to forward, the deadline, and init's exit. ----
+  bool init_exited = false;
+  while (!init_exited) {
+    pollfd fds[4] = {{sock.get(), POLLIN, 0}, {child_pidfd.get(), POLLIN, 0}, {forwarder.fd(), POLLIN, 0},
+                     {timer.get(), POLLIN, 0}};
+    if (::poll(fds, timer.valid() ? 4 : 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      return sysError("poll");
+    }
+    if (fds[0].revents & POLLIN) {
+      sync::Message m{};
+      if (sync::recv(sock.get(), &m) == 0) {
+        if (m.type == sync::Type::kSetupFailed) out.setup_failure = m;
+        else if (m.type == sync::Type::kExecFailed) out.exec_failure = m;
+        else if (m.type == sync::Type::kCommandExited) out.status = m.status;
+      }
+    }
+    if (fds[2].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (::read(forwarder.fd(), &si, sizeof(si)) == sizeof(si))
+        ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), si.ssi_signo, nullptr, 0);
+    }
+    if (timer.valid() && (fds[3].revents & POLLIN)) {
+      out.timed_out = true;
+      ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), SIGKILL, nullptr, 0);
+      timer.reset();
+    }
+    if (fds[1].revents & POLLIN) init_exited = true;
+  }
+  // Drain what init sent just before it exited.
+  for (sync::Message m{}; ::recv(sock.get(), &m, sizeof(m), MSG_DONTWAIT) == sizeof(m);) {
+    if (m.type == sync::Type::kSetupFailed) out.setup_failure = m;
+    else if (m.type == sync::Type::kExecFailed) out.exec_failure = m;
+    else if (m.type == sync::Type::kCommandExited) out.status = m.status;
+  }
+  rusage ru{};
+  int init_status = 0;
+  ::wait4(static_cast<pid_t>(pid), &init_status, 0, &ru);
+  reaper.armed = false;
+  timing.mark("run");
+
+  RunReport report;
+  report.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  report.cpu_user_ms = static_cast<double>(ru.ru_utime.tv_sec) * 1e3 + static_cast<double>(ru.ru_utime.tv_usec) / 1e3;
+  report.cpu_sys_ms = static_cast<double>(ru.ru_stime.tv_sec) * 1e3 + static_cast<double>(ru.ru_stime.tv_usec) / 1e3;
+  report.peak_memory_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+  report.landlock_abi = landlock_abi;
+  report.limits = limits.uses;
+  report.cgroup = cg ? cgroup::versionName(cg->version()) : "none";
+  bool oom = false;
+  if (cg) {
+    cgroup::Stats st = cg->stats();
+    if (st.peak_memory_bytes) report.peak_memory_bytes = st.peak_memory_bytes;
+    oom = st.oom_killed;
+    cg->killAll();
+  }
+
+  if (out.setup_failure) return setupError(*out.setup_failure, mounts, spec);
+  if (out.exec_failure && out.exec_failure->step != sync::kStepExec) return setupError(*out.exec_failure, mounts, spec);
+  if (out.exec_failure) {
+    report.error = setupError(*out.exec_failure, mounts, spec).message().substr(std::strlen("sandbox setup: "));
+    report.exit_code = out.exec_failure->err == ENOENT ? 127 : 126;
+    report.command_status = report.exit_code;
+    return report;
+  }
+  if (out.timed_out) {
+    report.killed_by = KilledBy::kTimeout;
+    report.signal = SIGKILL;
+    report.exit_code = 124;
+  } else if (out.status && WIFEXITED(*out.status)) {
+    report.command_status = WEXITSTATUS(*out.status);
+    report.exit_code = *report.command_status;
+  } else {
+    int sig = out.status && WIFSIGNALED(*out.status) ? WTERMSIG(*out.status) : SIGKILL;
+    report.signal = sig;
+    report.exit_code = 128 + sig;
+    if (oom) report.killed_by = KilledBy::kMemory;
+    else if (sig == SIGXCPU || (sig == SIGKILL && spec.limits.cpu_time && report.cpu_user_ms + report.cpu_sys_ms >=
+                                                                            static_cast<double>(spec.limits.cpu_time->count())))
+      report.killed_by = KilledBy::kCpuTime;
+    else report.killed_by = KilledBy::kSignal;
+  }
+
+  if (!spec.outputs.empty()) {
+    if (out.status && WIFEXITED(*out.status) && spec.workspace) {
+      report.outputs = workspace::copyBack(ws_root.get(), *spec.workspace, spec.outputs);
+    } else {
+      for (const std::string& o : spec.outputs)
+        report.outputs.push_back({o, OutputResult::Status::kMissing, "not copied: the command did not exit normally", 0});
+    }
+    for (const OutputResult& o : report.outputs)
+      if (o.status == OutputResult::Status::kRefused) {
+        report.error = "--output " + o.path + ": refused: " + o.reason;
+        report.exit_code = 125;
+        break;
+      }
+  }
+  timing.mark("copyback");
+  if (options.timing) timing.print();
+  return report;
+}
+
+}  // namespace corral::sandbox

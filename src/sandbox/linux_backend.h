@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// The namespace backend: runs one SandboxSpec and reports. The only file that knows the
+// order of the facilities (userns, mountns, pidns + init, netns, cgroups, rlimits, caps,
+// landlock, seccomp).
+#pragma once
+
+#include "base/result.h"
+#include "sandbox/spec.h"
+
+namespace corral::sandbox {
+
+struct RunOptions {
+  bool timing = false;  // print a per-phase breakdown to stderr
+};
+
+// corral's own argv/environment strings are zeroed in the sandbox's init, so /proc/1/cmdline
+// and /proc/1/environ show nothing of the caller. main() hands them over once.
+void rememberProcessArgs(int argc, char** argv);
+
+// An Error means corral failed or refused before the command ran (exit 125). Otherwise the
+// report says how the command ended and report.exit_code is what corral should exit with.
+Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options);
+
+}  // namespace corral::sandbox

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Mount namespace: the sandbox's file system view, as a plan of steps computed before
+// clone (every path string included) and executed in the child with syscalls only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "sandbox/spec.h"
+
+namespace corral::sandbox::mountns {
+
+enum class Op : uint8_t {
+  kMakePrivate,  // recursive MS_PRIVATE on "/": nothing propagates back to the host
+  kCloneTree,    // slot <- open_tree(a, CLONE|RECURSIVE), then mount_setattr(flags)
+  kRootTmpfs,    // mount the new root tmpfs on a (a host dir hidden only in this namespace)
+  kMkdir,        // mkdir(a, flags as mode)
+  kTouch,        // create empty file a: a mount point for a file
+  kSymlink,      // symlink a -> b (a is the link path, b the target)
+  kWriteFile,    // write b (text) into new file a, mode flags
+  kAttach,       // move_mount(slot -> a)
+  kTmpfs,        // mount tmpfs on a with options b, mount flags in flags
+  kProc,         // mount a fresh procfs on a (the caller is pid 1 of the new pid namespace)
+  kBindSelfRo,   // re-attach a onto itself read-only (a clone with RDONLY set)
+  kMaskFile,     // bind b (the sandbox's /dev/null) over file a
+  kMaskDir,      // mount an empty read-only tmpfs over directory a
+  kSetReadOnly,  // mount_setattr(a, RDONLY), not recursive
+  kAttachWorkspace,  // move_mount(workspace fd -> a)
+  kPivot,        // chdir(a); pivot_root(".", "."); detach the old root; chdir("/")
+};
+
+struct Step {
+  Op op;
+  const char* a = nullptr;
+  const char* b = nullptr;
+  uint64_t flags = 0;
+  int slot = -1;
+  bool optional = false;  // ENOENT is not an error (a /proc entry this kernel lacks)
+  const char* what = "";  // for the one-line error: "mount /proc"
+};
+
+struct Plan {
+  std::deque<std::string> strings;  // owns every string the steps point at (stable addresses)
+  std::vector<Step> steps;
+  int slots = 0;
+  std::string root;  // where the new root is assembled before pivot_root
+};
+
+struct HostLayout {
+  std::string staging_dir;  // an existing host dir to mount the new root over, e.g. /tmp
+};
+
+// Parent side: the plan for a spec. Reads the host's /bin, /lib*, /sbin layout (symlinks on
+// merged-/usr distros, directories otherwise) and the type of each --ro-bind source.
+Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, const std::string& etc_group);
+
+// Child side, async-signal-safe: runs every step. On failure returns the errno and sets
+// *failed to the index of the step. ws_fd is the detached workspace mount (or -1).
+int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed);
+
+// Child side: a detached tmpfs (fsopen/fsmount) of `size` bytes, root mode 0755, nosuid,
+// nodev. Returns the mount fd or -errno. size_option is "size=<bytes>" built before clone.
+int makeDetachedTmpfs(const char* size_option);
+
+}  // namespace corral::sandbox::mountns

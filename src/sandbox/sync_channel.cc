@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// SEQPACKET messages with SCM_RIGHTS.
+#include "sandbox/sync_channel.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+namespace corral::sandbox::sync {
+
+const char* childStepName(int32_t step) {
+  switch (step) {
+    case kStepSync: return "wait for parent";
+    case kStepDumpable: return "prctl PR_SET_DUMPABLE";
+    case kStepWorkspaceTmpfs: return "create /workspace tmpfs";
+    case kStepHostname: return "sethostname";
+    case kStepLoopback: return "bring up loopback";
+    case kStepCgroupNs: return "unshare cgroup namespace";
+    case kStepFork: return "fork command";
+    case kStepSetsid: return "setsid";
+    case kStepChdir: return "chdir /workspace";
+    case kStepRlimits: return "setrlimit";
+    case kStepCaps: return "drop capabilities";
+    case kStepLandlock: return "landlock";
+    case kStepSeccomp: return "install seccomp filter";
+    case kStepExec: return "exec";
+    case kStepSignals: return "signal setup";
+    case kStepCredentials: return "switch to the sandbox uid";
+    default: return "setup";
+  }
+}
+
+int send(int sock, const Message& m, int fd) {
+  iovec iov{const_cast<Message*>(&m), sizeof(m)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    ::memset(control, 0, sizeof(control));
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    ::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  for (;;) {
+    ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(sizeof(m))) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 ? errno : EIO;
+  }
+}
+
+int recv(int sock, Message* m, int* fd) {
+  if (fd) *fd = -1;
+  iovec iov{m, sizeof(*m)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n == 0) return EPIPE;
+  if (n < 0) return errno;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      int got;
+      ::memcpy(&got, CMSG_DATA(c), sizeof(int));
+      if (fd) *fd = got;
+    }
+  }
+  return n == static_cast<ssize_t>(sizeof(*m)) ? 0 : EIO;
+}
+
+}  // namespace corral::sandbox::sync

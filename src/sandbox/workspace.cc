@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// Workspace staging and output copy-back.
+#include "sandbox/workspace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/fsuid.h>
+#include <sys/random.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "base/unique_fd.h"
+
+namespace corral::sandbox::workspace {
+namespace {
+
+constexpr int kMaxDepth = 128;
+
+// Scoped setfsuid/setfsgid: creation in the sandbox tmpfs happens as the sandbox's owner.
+class FsIdScope {
+ public:
+  explicit FsIdScope(const Owner& o) : active_(o.switch_fsuid) {
+    if (active_) {
+      ::setfsgid(o.gid);
+      ::setfsuid(o.uid);
+    }
+  }
+  ~FsIdScope() {
+    if (active_) {
+      ::setfsuid(0);
+      ::setfsgid(0);
+    }
+  }
+  FsIdScope(const FsIdScope&) = delete;
+  FsIdScope& operator=(const FsIdScope&) = delete;
+
+ private:
+  bool active_;
+};
+
+Result<void> copyData(int from, int to, uint64_t size, const std::string& what) {
+  uint64_t left = size;
+  while (left > 0) {
+    ssize_t n = ::sendfile(to, from, nullptr, left > (1u << 30) ? (1u << 30) : left);
+    if (n < 0) {
+      if (errno == ENOSPC) return Error(Errc::kLimit, what + ": workspace is full (raise --workspace-size)");
+      return sysError(what);
+    }
+    if (n == 0) break;  // the file shrank while we copied: keep what we have
+    left -= static_cast<uint64_t>(n);
+  }
+  return {};
+}
+
+Result<void> stageDir(int src, int dst, const Owner& owner, StageStats& stats, int depth, const std::string& rel) {
+  if (depth > kMaxDepth) return Error(Errc::kLimit, "--workspace: directories nest deeper than 128 at " + rel);
+  UniqueFd iter(::dup(src));
+  if (!iter.valid()) return sysError("dup");
+  DIR* dir = ::fdopendir(iter.release());
+  if (!dir) return sysError("--workspace: opendir " + rel);
+  struct Closer { DIR* d; ~Closer() { ::closedir(d); } } closer{dir};
+  while (dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = rel.empty() ? std::string(name) : rel + "/" + std::string(name);
+    struct stat st;
+    if (::fstatat(src, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError("--workspace: stat " + path);
+    if (S_ISDIR(st.st_mode)) {
+      UniqueFd sub(::openat(src, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub.valid()) return sysError("--workspace: open " + path);
+      {
+        FsIdScope as(owner);
+        if (::mkdirat(dst, e->d_name, 0700) != 0) return sysError("--workspace: mkdir " + path);
+      }
+      UniqueFd sub_dst(::openat(dst, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub_dst.valid()) return sysError("--workspace: open staged " + path);
+      RETURN_IF_ERROR(stageDir(sub.get(), sub_dst.get(), owner, stats, depth + 1, path));
+      FsIdScope as(owner);
+      ::fchmod(sub_dst.get(), st.st_mode & 01777);
+    } else if (S_ISREG(st.st_mode)) {
+      UniqueFd in(::openat(src, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      if (!in.valid()) return sysError("--workspace: open " + path);
+      UniqueFd out;
+      {
+        FsIdScope as(owner);
+        out.reset(::openat(dst, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           st.st_mode & 0777));
+      }
+      if (!out.valid()) {
+        if (errno == ENOSPC) return Error(Errc::kLimit, "--workspace: workspace is full (raise --workspace-size)");
+        return sysError("--workspace: create " + path);
+      }
+      RETURN_IF_ERROR(copyData(in.get(), out.get(), static_cast<uint64_t>(st.st_size), "--workspace: copy " + path));
+      ++stats.files;
+      stats.bytes += static_cast<uint64_t>(st.st_size);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      ssize_t n = ::readlinkat(src, e->d_name, target, sizeof(target) - 1);
+      if (n < 0) return sysError("--workspace: readlink " + path);
+      target[n] = '\0';
+      // Copied as a link: inside, it resolves against the sandbox's own tree.
+      FsIdScope as(owner);
+      if (::symlinkat(target, dst, e->d_name) != 0) return sysError("--workspace: symlink " + path);
+    } else {
+      ++stats.skipped;
+    }
+  }
+  return {};
+}
+
+int openBeneath(int dir, const char* path, uint64_t flags, mode_t mode = 0) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.mode = mode;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  return static_cast<int>(::syscall(SYS_openat2, dir, path, &how, sizeof(how)));
+}
+
+const char* kindOf(mode_t mode) {
+  if (S_ISLNK(mode)) return "symlink";
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISFIFO(mode)) return "fifo";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "device";
+  if (S_ISSOCK(mode)) return "socket";
+  return "not a regular file";
+}
+
+// Opens (creating as needed) the host directory that will hold rel's last component.
+Result<UniqueFd> hostParent(int host_root, const std::string& rel) {
+  UniqueFd dir(::fcntl(host_root, F_DUPFD_CLOEXEC, 0));
+  size_t start = 0;
+  for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', start)) {
+    std::string comp = rel.substr(start, slash - start);
+    if (::mkdirat(dir.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return sysError("mkdir " + comp);
+    UniqueFd next(openBeneath(dir.get(), comp.c_str(), O_RDONLY | O_DIRECTORY));
+    if (!next.valid()) return sysError("open host directory " + comp);
+    dir = std::move(next);
+    start = slash + 1;
+  }
+  return dir;
+}
+
+OutputResult copyOne(int ws_root, int host_root, const std::string& rel) {
+  OutputResult r{rel, OutputResult::Status::kRefused, "", 0};
+  UniqueFd src(openBeneath(ws_root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+  if (!src.valid()) {
+    int err = errno;
+    if (err == ENOENT) {
+      r.status = OutputResult::Status::kMissing;
+      r.reason = "not created";
+      return r;
+    }
+    struct stat st;
+    // ELOOP: a symlink somewhere on the path; ENXIO: a socket; EXDEV: a mount crossing.
+    if (::fstatat(ws_root, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) r.reason = kindOf(st.st_mode);
+    else if (err == ELOOP) r.reason = "symlink in path";
+    else r.reason = std::string("cannot open: ") + std::strerror(err);
+    return r;
+  }
+  struct stat st;
+  if (::fstat(src.get(), &st) != 0) {
+    r.reason = "fstat failed";
+    return r;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    r.reason = kindOf(st.st_mode);
+    return r;
+  }
+  if (st.st_nlink != 1) {
+    r.reason = "hard link";
+    return r;
+  }
+  auto parent = hostParent(host_root, rel);
+  if (!parent) {
+    r.reason = parent.error().message();
+    return r;
+  }
+  std::string name = rel.substr(rel.rfind('/') == std::string::npos ? 0 : rel.rfind('/') + 1);
+  struct stat existing;
+  if (::fstatat(parent->get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(existing.st_mode)) {
+    r.reason = "a directory is in the way on the host";
+    return r;
+  }
+  uint64_t rnd = 0;
+  if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<uint64_t>(::getpid());
+  char tmp[64];
+  std::snprintf(tmp, sizeof(tmp), ".corral-out-%016llx", static_cast<unsigned long long>(rnd));
+  UniqueFd out(::openat(parent->get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755));
+  if (!out.valid()) {
+    r.reason = std::string("create on host: ") + std::strerror(errno);
+    return r;
+  }
+  auto copied = copyData(src.get(), out.get(), static_cast<uint64_t>(st.st_size), "copy " + rel);
+  // Renamed into place only whole: a crash leaves the old file or the new one, never half.
+  if (!copied || ::fsync(out.get()) != 0 || ::renameat(parent->get(), tmp, parent->get(), name.c_str()) != 0) {
+    r.reason = copied ? std::string("write on host: ") + std::strerror(errno) : copied.error().message();
+    ::unlinkat(parent->get(), tmp, 0);
+    return r;
+  }
+  r.status = OutputResult::Status::kCopied;
+  r.bytes = static_cast<uint64_t>(st.st_size);
+  return r;
+}
+
+}  // namespace
+
+Result<StageStats> stage(const std::string& host_dir, int ws_root, const Owner& owner) {
+  UniqueFd src(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!src.valid()) return sysError("--workspace " + host_dir);
+  StageStats stats;
+  RETURN_IF_ERROR(stageDir(src.get(), ws_root, owner, stats, 0, ""));
+  return stats;
+}
+
+std::vector<OutputResult> copyBack(int ws_root, const std::string& host_dir, const std::vector<std::string>& outputs) {
+  std::vector<OutputResult> results;
+  UniqueFd host(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (const std::string& rel : outputs) {
+    if (!host.valid()) {
+      results.push_back({rel, OutputResult::Status::kRefused, std::string("host workspace: ") + std::strerror(errno), 0});
+      continue;
+    }
+    results.push_back(copyOne(ws_root, host.get(), rel));
+  }
+  return results;
+}
+
+}  // namespace corral::sandbox::workspace
