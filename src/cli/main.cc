@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/doctor.h"
 #include "cli/exec.h"
 #include "sandbox/linux_backend.h"
 
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "exec") return execMain(rest);
+  if (cmd == "doctor") return doctorMain(rest);
   if (cmd == "version" || cmd == "--version") {
     std::puts("corral 0.1.0");
     return 0;

@@ -151,6 +151,13 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
 
   b.mkdir("proc", 0555);
   b.add({Op::kProc, b.in("proc"), nullptr, 0, -1, false, "mount /proc"});
+  // The sandbox's own user namespace may create no further namespaces: a kernel-side
+  // ceiling (ENOSPC) under the seccomp rule that already refuses them. Every other kind
+  // needs CAP_SYS_ADMIN, which only a nested user namespace could grant. Not mnt: the
+  // open_tree clones below count as mount namespaces; not cgroup: init makes its own later.
+  for (const char* ns : {"user", "pid", "net", "ipc", "uts", "time"})
+    b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
+           "cap nested namespaces"});
   const char* dev_null = b.in("dev/null");
   for (const char* f : kProcMaskFiles)
     b.add({Op::kMaskFile, b.in(std::string("proc/") + f), dev_null, 0, -1, true, "mask /proc file"});
@@ -252,6 +259,13 @@ int runStep(const Step& s, int ws_fd, int* slot_fds) {
       return ::mount("tmpfs", s.a, "tmpfs", s.flags, s.b) == 0 ? 0 : errno;
     case Op::kProc:
       return ::mount("proc", s.a, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0 ? 0 : errno;
+    case Op::kSysctl: {
+      int fd = ::open(s.a, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) return errno;
+      int err = ::write(fd, s.b, 1) == 1 ? 0 : errno;
+      ::close(fd);
+      return err;
+    }
     case Op::kBindSelfRo:
       return cloneOnto(s.a, s.a, kRo | MOUNT_ATTR_NOEXEC);
     case Op::kMaskFile:

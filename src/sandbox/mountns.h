@@ -24,6 +24,7 @@ enum class Op : uint8_t {
   kAttach,       // move_mount(slot -> a)
   kTmpfs,        // mount tmpfs on a with options b, mount flags in flags
   kProc,         // mount a fresh procfs on a (the caller is pid 1 of the new pid namespace)
+  kSysctl,       // write b into the existing /proc/sys file a
   kBindSelfRo,   // re-attach a onto itself read-only (a clone with RDONLY set)
   kMaskFile,     // bind b (the sandbox's /dev/null) over file a
   kMaskDir,      // mount an empty read-only tmpfs over directory a

@@ -3,6 +3,7 @@
 #include "sandbox/seccomp.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <linux/if_ether.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -254,14 +255,14 @@ TEST_P(SeccompSocketFamiliesRestricted, Refused) {
 INSTANTIATE_TEST_SUITE_P(, SeccompSocketFamiliesRestricted, testing::ValuesIn(kRefusedSockets),
                          [](const testing::TestParamInfo<SocketCase>& i) { return std::string(i.param.name); });
 
-TEST(SeccompSocketFamiliesRestricted, SocketpairIsUnixOnly) {
+TEST_F(SeccompSocketFamiliesRestricted, SocketpairIsUnixOnly) {
   expectFilterErrno("socketpair(AF_INET)", EAFNOSUPPORT, [] {
     int sv[2];
     return errOf(::socketpair(AF_INET, SOCK_STREAM, 0, sv));
   });
 }
 
-TEST(SeccompSocketFamiliesRestricted, UnixInetAndInet6StillWork) {
+TEST_F(SeccompSocketFamiliesRestricted, UnixInetAndInet6StillWork) {
   for (int family : {AF_UNIX, AF_INET, AF_INET6}) {
     SocketCase c{"allowed", static_cast<uint64_t>(family), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0};
     if (runProbe(Mode::kControl, [&] { return trySocket(c); }).err != 0) continue;  // e.g. no IPv6
@@ -288,7 +289,7 @@ TEST_P(SeccompTtyInjectionDenied, FailsWithEperm) {
 }
 INSTANTIATE_TEST_SUITE_P(, SeccompTtyInjectionDenied, testing::ValuesIn(kInjection), probeName);
 
-TEST(SeccompTtyInjectionDenied, OtherIoctlsStillWork) {
+TEST_F(SeccompTtyInjectionDenied, OtherIoctlsStillWork) {
   ProbeResult r = runProbe(Mode::kFiltered, [] {
     int fds[2], n = -1;
     if (::pipe(fds) != 0) return long{errno};
@@ -322,11 +323,11 @@ TEST_P(SeccompNamespaceCreationDenied, UnshareFailsWithEnosys) {
 INSTANTIATE_TEST_SUITE_P(, SeccompNamespaceCreationDenied, testing::ValuesIn(kNamespaceFlags),
                          [](const testing::TestParamInfo<FlagCase>& i) { return std::string(i.param.name); });
 
-TEST(SeccompNamespaceCreationDenied, Clone3FailsWithEnosys) {
+TEST_F(SeccompNamespaceCreationDenied, Clone3FailsWithEnosys) {
   expectFilterErrno("clone3", ENOSYS, [] { return errOf(::syscall(SYS_clone3, kBad, 88)); });
 }
 
-TEST(SeccompNamespaceCreationDenied, ForkThreadsAndPlainUnshareStillWork) {
+TEST_F(SeccompNamespaceCreationDenied, ForkThreadsAndPlainUnshareStillWork) {
   ProbeResult r = runProbe(Mode::kFiltered, [] {
     pid_t pid = ::fork();  // glibc: clone(SIGCHLD | CLONE_CHILD_*)
     if (pid == 0) ::_exit(7);
