@@ -36,7 +36,7 @@ demo: build
 	@scripts/demo.sh $(BUILD)/corral
 
 claims: build
-	@scripts/claims.py --build $(BUILD) --render SECURITY.md
+	@scripts/claims.py --build $(BUILD) --run --render SECURITY.md
 
 bench: build
 	@python3 bench/exec_bench.py --corral $(BUILD)/corral --out docs/benchmarks.md

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import datetime
 import fnmatch
+import html
 import os
 import re
 import shlex
@@ -263,6 +264,8 @@ def parse_junit(text: str) -> tuple[dict[str, TestResult], str]:
         cls = tc.get("classname", "")
         if "." not in name and cls and cls != name:
             name = f"{cls}.{name}"  # gtest's own XML splits suite and test
+        # gtest_discover_tests appends "  # GetParam() = ..." to parameterized names.
+        name = re.sub(r"\s+# (GetParam\(\)|TypeParam) = .*$", "", name, flags=re.S)
         out = tc.findtext("system-out") or ""
         failure = tc.find("failure")
         if failure is None:
@@ -719,7 +722,8 @@ def _meta(argv: list[str]) -> dict[str, str]:
 def _junit(cases: list[tuple[str, str, str]]) -> str:
     """cases: (name, outcome, message) in ctest's JUnit shape."""
     body = []
-    for name, outcome, msg in cases:
+    for raw, outcome, msg in cases:
+        name, msg = html.escape(raw, quote=True), html.escape(msg)
         if outcome == PASSED:
             body.append(f'<testcase name="{name}" classname="{name}" status="run">'
                         "<system-out>[       OK ]</system-out></testcase>")
@@ -782,6 +786,8 @@ def self_test() -> int:
                        '</testcase></testsuite></testsuites>')
     expect(r.get("S.T") == TestResult(PASSED) and r.get("S.U") == TestResult(SKIPPED, "no landlock"),
            f"gtest xml {r}")
+    r, _ = parse_junit(_junit([('AOne.Ns/clone_user  # GetParam() = ("clone-ns", "user")', PASSED, "")]))
+    expect(list(r) == ["AOne.Ns/clone_user"], f"GetParam suffix {r}")
     expect(matches("AOne.*", "Inst/AOne.Attack/2") and matches("AOne.*", "AOne/1.Attack")
            and not matches("AOne.*", "AOneX.Attack"), "pattern matching")
 

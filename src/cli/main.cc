@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/claims.h"
 #include "cli/doctor.h"
 #include "cli/exec.h"
 #include "sandbox/linux_backend.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "exec") return execMain(rest);
   if (cmd == "doctor") return doctorMain(rest);
+  if (cmd == "claims") return claimsMain(argc - 1, argv + 1);
   if (cmd == "version" || cmd == "--version") {
     std::puts("corral 0.1.0");
     return 0;
