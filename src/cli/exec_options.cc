@@ -111,7 +111,6 @@ Result<void> onCpuTime(State& s, std::string_view opt, std::string_view v) {
 Result<void> onPids(State& s, std::string_view opt, std::string_view v) {
   ASSIGN_OR_RETURN(uint64_t n, parsed(opt, v, policy::parseCount(v, kMaxCount)));
   s.inv.spec.limits.pids = static_cast<uint32_t>(n);
-  s.inv.spec.limits.pids_explicit = true;
   return {};
 }
 Result<void> onOpenFiles(State& s, std::string_view opt, std::string_view v) {

@@ -51,7 +51,6 @@ TEST(ParseExecArgs, DefaultsWhenOnlyACommandIsGiven) {
   EXPECT_TRUE(inv.spec.ro_binds.empty());
   EXPECT_FALSE(inv.spec.limits.memory_bytes);
   EXPECT_EQ(inv.spec.limits.pids, d.pids);
-  EXPECT_FALSE(inv.spec.limits.pids_explicit);
   EXPECT_FALSE(inv.spec.limits.timeout);
   EXPECT_FALSE(inv.spec.limits.cpu_time);
   EXPECT_EQ(inv.spec.limits.file_size_bytes, d.file_size_bytes);
@@ -84,11 +83,7 @@ TEST(ParseExecArgs, EveryOptionAcceptsAGoodValueInBothForms) {
        }},
       {{"--memory", "64M"}, [](auto& i) { EXPECT_EQ(i.spec.limits.memory_bytes, 64ull << 20); }},
       {{"--memory=1G"}, [](auto& i) { EXPECT_EQ(i.spec.limits.memory_bytes, 1ull << 30); }},
-      {{"--pids", "100"},
-       [](auto& i) {
-         EXPECT_EQ(i.spec.limits.pids, 100u);
-         EXPECT_TRUE(i.spec.limits.pids_explicit);
-       }},
+      {{"--pids", "100"}, [](auto& i) { EXPECT_EQ(i.spec.limits.pids, 100u); }},
       {{"--pids=1048576"}, [](auto& i) { EXPECT_EQ(i.spec.limits.pids, 1048576u); }},
       {{"--timeout", "1.5s"}, [](auto& i) { EXPECT_EQ(i.spec.limits.timeout, milliseconds(1500)); }},
       {{"--timeout=250ms"}, [](auto& i) { EXPECT_EQ(i.spec.limits.timeout, milliseconds(250)); }},

@@ -18,8 +18,8 @@ using Op = ArgCond::Op;
 
 // Every namespace flag. CLONE_NEWTIME (0x80) overlaps the exit-signal byte of clone(2); no real
 // program asks for exit signal >= 128, so refusing that bit in clone costs nothing.
-constexpr uint64_t kNamespaceFlags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,
-                                        CLONE_NEWNET,  CLONE_NEWIPC, CLONE_NEWUTS,
+constexpr uint64_t kNamespaceFlags[] = {CLONE_NEWUSER,   CLONE_NEWNS,  CLONE_NEWPID,
+                                        CLONE_NEWNET,    CLONE_NEWIPC, CLONE_NEWUTS,
                                         CLONE_NEWCGROUP, CLONE_NEWTIME};
 constexpr uint64_t kAllNamespaceFlags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                                         CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
@@ -44,8 +44,11 @@ Rule refuse(std::string_view name, int err, std::vector<ArgCond> conds, std::str
   return {name, Action::kErrno, err, std::move(conds), reason};
 }
 
+// The lists read better packed by purpose than one name per line.
+// clang-format off
 void addAllowed(std::vector<Rule>& r) {
-  constexpr std::string_view kFiles = "file I/O; which paths is landlock's and the mount table's job";
+  constexpr std::string_view kFiles =
+      "file I/O; which paths is landlock's and the mount table's job";
   for (auto n : {"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
                  "preadv2", "pwritev2", "lseek", "open", "openat", "openat2", "creat", "close",
                  "close_range", "dup", "dup2", "dup3", "fcntl", "flock", "ftruncate", "truncate",
@@ -65,14 +68,15 @@ void addAllowed(std::vector<Rule>& r) {
     r.push_back(allow(n, kMeta));
   r.push_back(allow("mknod", "mkfifo and sockets; device nodes need CAP_MKNOD, which we lack"));
   r.push_back(allow("mknodat", "mkfifo and sockets; device nodes need CAP_MKNOD, which we lack"));
-  r.push_back(allow("sync", "some installers call it; a host-wide flush is a nuisance, not a breach"));
+  r.push_back(allow("sync", "installers call it; a host-wide flush is a nuisance, not a breach"));
   constexpr std::string_view kMem = "memory management of the process's own address space";
   for (auto n : {"brk", "mmap", "munmap", "mprotect", "mremap", "msync", "mincore", "madvise",
                  "mlock", "mlock2", "munlock", "mlockall", "munlockall", "pkey_alloc",
                  "pkey_free", "pkey_mprotect", "membarrier", "memfd_create", "cachestat",
                  "map_shadow_stack"})
     r.push_back(allow(n, kMem));
-  constexpr std::string_view kProc = "process and thread lifecycle inside the sandbox's pid namespace";
+  constexpr std::string_view kProc =
+      "process and thread lifecycle inside the sandbox's pid namespace";
   for (auto n : {"execve", "execveat", "fork", "vfork", "exit", "exit_group", "wait4", "waitid",
                  "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open",
                  "pidfd_send_signal", "getpid", "getppid", "gettid", "getpgid", "setpgid",
@@ -126,7 +130,7 @@ void addAllowed(std::vector<Rule>& r) {
 }
 
 void addRestricted(std::vector<Rule>& r) {
-  r.push_back(allow("ioctl", "terminals, FIONREAD and friends; the injection ioctls are refused below"));
+  r.push_back(allow("ioctl", "terminals, FIONREAD and friends; injection is refused below"));
   for (uint64_t cmd : {uint64_t{TIOCSTI}, uint64_t{TIOCLINUX}})
     r.push_back(refuse("ioctl", EPERM, {{1, Op::kMaskedEq, cmd, kLow32}},
                        "TIOCSTI/TIOCLINUX push keystrokes into a terminal outside the sandbox"));
@@ -146,21 +150,26 @@ void addRestricted(std::vector<Rule>& r) {
   for (uint64_t fam = AF_INET + 1; fam < AF_INET6; ++fam)
     r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kEq, fam}}, kFamily));
   r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kGt, AF_INET6}}, kFamily));
+  // ESOCKTNOSUPPORT, not EPERM: EPERM is the kernel's own answer to a raw socket without
+  // CAP_NET_RAW, and the filter's answer should be told apart from it.
   for (uint64_t fam : {AF_UNIX, AF_INET, AF_INET6})
     for (uint64_t type : {SOCK_RAW, SOCK_PACKET})
       r.push_back(refuse("socket", ESOCKTNOSUPPORT,
                          {{0, Op::kEq, fam}, {1, Op::kMaskedEq, type, kSockTypeMask}},
-                         "raw and packet sockets forge traffic; AF_INET+SOCK_PACKET becomes AF_PACKET"));
+                         "raw/packet sockets forge traffic; AF_INET+SOCK_PACKET is AF_PACKET"));
   r.push_back(allow("socketpair", "pipes between processes; only AF_UNIX, refused below"));
   r.push_back(refuse("socketpair", EAFNOSUPPORT, {{0, Op::kEq, AF_UNSPEC}}, "AF_UNIX only"));
   r.push_back(refuse("socketpair", EAFNOSUPPORT, {{0, Op::kGt, AF_UNIX}}, "AF_UNIX only"));
 
-  // Compared on the low 32 bits because the kernel takes an unsigned int.
-  constexpr std::string_view kPers = "personality: only plain Linux, the query, and linux32 (uname)";
+  // Compared on the low 32 bits because the kernel takes an unsigned int. PER_LINUX32 (what
+  // `linux32`/`setarch i686` set) only changes uname's machine string; the flags that weaken
+  // the address space (ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, ADDR_LIMIT_*, MMAP_PAGE_ZERO) and
+  // UNAME26 match none of the three values, so they fall through to ENOSYS.
+  constexpr std::string_view kPers =
+      "personality: only plain Linux, the query, and linux32 (uname)";
   for (uint64_t p : {uint64_t{PER_LINUX}, uint64_t{PER_LINUX32}, kPersonalityQuery})
     r.push_back(allowIf("personality", {0, Op::kMaskedEq, p, kLow32}, kPers));
-  r.push_back(refuse("clone3", ENOSYS, {},
-                     "its flags sit behind a pointer seccomp cannot read; glibc falls back to clone"));
+  r.push_back(deny("clone3", "flags sit behind a pointer seccomp cannot read; glibc uses clone"));
 }
 
 void addDenied(std::vector<Rule>& r) {
@@ -168,7 +177,7 @@ void addDenied(std::vector<Rule>& r) {
   for (auto n : {"mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
                  "open_tree", "move_mount", "mount_setattr"})
     r.push_back(deny(n, kMount));
-  r.push_back(deny("chroot", "harmless without CAP_SYS_CHROOT, but no tool needs it: fewer primitives"));
+  r.push_back(deny("chroot", "harmless without CAP_SYS_CHROOT, but no tool needs it"));
   r.push_back(deny("setns", "joining another namespace"));
   for (auto n : {"keyctl", "add_key", "request_key"})
     r.push_back(deny(n, "kernel keyrings are not namespaced; frequent source of CVEs"));
@@ -177,15 +186,16 @@ void addDenied(std::vector<Rule>& r) {
   r.push_back(deny("userfaultfd", "stalls kernel copies at will: a staple of race exploits"));
   for (auto n : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
     r.push_back(deny(n, "io_uring performs I/O that seccomp never sees; frequent CVEs"));
-  for (auto n : {"kexec_load", "kexec_file_load", "reboot"}) r.push_back(deny(n, "replaces or stops the host kernel"));
+  for (auto n : {"kexec_load", "kexec_file_load", "reboot"})
+    r.push_back(deny(n, "replaces or stops the host kernel"));
   for (auto n : {"init_module", "finit_module", "delete_module"})
     r.push_back(deny(n, "kernel modules"));
   for (auto n : {"open_by_handle_at", "name_to_handle_at"})
     r.push_back(deny(n, "file handles bypass path-based confinement (the 'shocker' escape)"));
-  r.push_back(deny("ptrace", "debugging other processes; denied wholesale (gdb/strace do not work)"));
+  r.push_back(deny("ptrace", "reads and writes other processes; denied wholesale (no gdb/strace)"));
   for (auto n : {"process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise"})
     r.push_back(deny(n, "reaches into another process's memory or fds"));
-  r.push_back(deny("kcmp", "compares kernel object identities across processes; only CRIU needs it"));
+  r.push_back(deny("kcmp", "compares kernel objects across processes; only CRIU needs it"));
   for (auto n : {"iopl", "ioperm", "modify_ldt"})
     r.push_back(deny(n, "x86 hardware and segment state; only emulators and wine need these"));
   for (auto n : {"swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup",
@@ -193,11 +203,13 @@ void addDenied(std::vector<Rule>& r) {
                  "nfsservctl", "uselib"})
     r.push_back(deny(n, "host administration or obsolete interfaces"));
   for (auto n : {"settimeofday", "clock_settime", "adjtimex", "clock_adjtime"})
-    r.push_back(deny(n, "sets the host clock; adjtimex's read-only mode hides in a struct we cannot see"));
+    r.push_back(deny(n, "sets the host clock; adjtimex's read-only mode hides in a struct"));
   for (auto n : {"mbind", "set_mempolicy", "get_mempolicy", "migrate_pages", "move_pages",
                  "set_mempolicy_home_node"})
     r.push_back(deny(n, "NUMA placement; libnuma treats ENOSYS as a single-node machine"));
 }
+
+// clang-format on
 
 bool compare(Op op, uint64_t a, uint64_t value, uint64_t mask) {
   switch (op) {
@@ -222,23 +234,28 @@ struct Shape {
   int unconditional_allow = 0, conditional_allow = 0, unconditional_errno = 0, refusals = 0;
 };
 
+Error ruleError(std::string_view name, std::string_view what) {
+  return Error(Errc::kInvalidArgument,
+               "seccomp rule " + std::string(name) + ": " + std::string(what));
+}
+
 Result<void> checkRule(const Rule& rule) {
-  std::string name(rule.syscall);
-  if (rule.syscall.empty()) return Error(Errc::kInvalidArgument, "seccomp rule without a syscall name");
-  if (rule.reason.empty()) return Error(Errc::kInvalidArgument, "seccomp rule " + name + ": no reason");
+  if (rule.syscall.empty()) return ruleError("?", "no syscall name");
+  if (rule.reason.empty()) return ruleError(rule.syscall, "no reason");
   if (rule.action == Action::kAllow && rule.err != 0)
-    return Error(Errc::kInvalidArgument, "seccomp rule " + name + ": allow with an errno");
+    return ruleError(rule.syscall, "allow with an errno");
   if (rule.action == Action::kErrno && (rule.err <= 0 || rule.err > 4095))
-    return Error(Errc::kInvalidArgument, "seccomp rule " + name + ": errno out of range");
+    return ruleError(rule.syscall, "errno out of range");
   unsigned seen = 0;
   for (const ArgCond& c : rule.conds) {
-    if (c.arg > 5) return Error(Errc::kInvalidArgument, "seccomp rule " + name + ": arg > 5");
+    if (c.arg > 5) return ruleError(rule.syscall, "argument index above 5");
     // libseccomp 2.5.4 rejects two comparisons on one argument in a rule with EINVAL.
-    if (seen & (1u << c.arg))
-      return Error(Errc::kInvalidArgument, "seccomp rule " + name + ": two conds on one argument");
+    if (seen & (1u << c.arg)) return ruleError(rule.syscall, "two conds on one argument");
     seen |= 1u << c.arg;
     if (c.op != Op::kMaskedEq && c.mask != 0)
-      return Error(Errc::kInvalidArgument, "seccomp rule " + name + ": mask on a non-masked op");
+      return ruleError(rule.syscall, "mask on a non-masked op");
+    if (c.op == Op::kMaskedEq && (c.value & ~c.mask) != 0)
+      return ruleError(rule.syscall, "masked value has bits outside the mask: never matches");
   }
   return {};
 }
@@ -266,19 +283,20 @@ Result<void> validate(const Policy& policy) {
     RETURN_IF_ERROR(checkRule(rule));
     Shape& s = shapes[rule.syscall];
     bool conditional = !rule.conds.empty();
-    if (rule.action == Action::kAllow) (conditional ? s.conditional_allow : s.unconditional_allow)++;
-    else (conditional ? s.refusals : s.unconditional_errno)++;
+    if (rule.action == Action::kAllow)
+      (conditional ? s.conditional_allow : s.unconditional_allow)++;
+    else
+      (conditional ? s.refusals : s.unconditional_errno)++;
   }
   for (const auto& [name, s] : shapes) {
-    std::string n(name);
-    bool refined_allow = s.unconditional_allow == 1 && s.conditional_allow == 0 && s.unconditional_errno == 0;
+    bool refined_allow =
+        s.unconditional_allow == 1 && s.conditional_allow == 0 && s.unconditional_errno == 0;
     bool conditional_allow = s.unconditional_allow == 0 && s.conditional_allow > 0 &&
                              s.unconditional_errno == 0 && s.refusals == 0;
     bool denial = s.unconditional_errno == 1 && s.unconditional_allow == 0 &&
                   s.conditional_allow == 0 && s.refusals == 0;
     if (!refined_allow && !conditional_allow && !denial)
-      return Error(Errc::kInvalidArgument,
-                   "seccomp policy: " + n + " mixes rule shapes (see seccomp_policy.h)");
+      return ruleError(name, "mixes rule shapes (see seccomp_policy.h)");
   }
   return {};
 }

@@ -29,11 +29,12 @@ const Policy& policy() {
   return p;
 }
 
-Verdict call(std::string_view name, SyscallArgs args = {}) { return evaluate(policy(), name, args); }
+Verdict call(std::string_view name, SyscallArgs args = {}) {
+  return evaluate(policy(), name, args);
+}
 
 constexpr Verdict kAllowed{Action::kAllow, 0};
 Verdict refused(int err) { return {Action::kErrno, err}; }
-
 
 TEST(SeccompPolicyData, SandboxPolicyIsValid) {
   auto r = validate(policy());
@@ -51,15 +52,57 @@ TEST(SeccompPolicyData, EveryRuleHasAReason) {
 }
 
 // Each must fail with ENOSYS, whatever its arguments.
-constexpr std::string_view kDangerous[] = {
-    "mount", "umount2", "pivot_root", "chroot", "setns", "keyctl", "add_key", "request_key",
-    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "open_by_handle_at", "name_to_handle_at", "ptrace", "process_vm_readv",
-    "process_vm_writev", "iopl", "ioperm", "swapon", "swapoff", "reboot", "acct", "quotactl",
-    "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "syslog", "lookup_dcookie",
-    "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount", "mount_setattr",
-    "vhangup", "nfsservctl", "uselib", "pidfd_getfd", "kcmp", "clone3", "modify_ldt"};
+constexpr std::string_view kDangerous[] = {"mount",
+                                           "umount2",
+                                           "pivot_root",
+                                           "chroot",
+                                           "setns",
+                                           "keyctl",
+                                           "add_key",
+                                           "request_key",
+                                           "bpf",
+                                           "perf_event_open",
+                                           "userfaultfd",
+                                           "io_uring_setup",
+                                           "io_uring_enter",
+                                           "io_uring_register",
+                                           "kexec_load",
+                                           "kexec_file_load",
+                                           "init_module",
+                                           "finit_module",
+                                           "delete_module",
+                                           "open_by_handle_at",
+                                           "name_to_handle_at",
+                                           "ptrace",
+                                           "process_vm_readv",
+                                           "process_vm_writev",
+                                           "iopl",
+                                           "ioperm",
+                                           "swapon",
+                                           "swapoff",
+                                           "reboot",
+                                           "acct",
+                                           "quotactl",
+                                           "settimeofday",
+                                           "clock_settime",
+                                           "adjtimex",
+                                           "clock_adjtime",
+                                           "syslog",
+                                           "lookup_dcookie",
+                                           "fsopen",
+                                           "fsconfig",
+                                           "fsmount",
+                                           "fspick",
+                                           "open_tree",
+                                           "move_mount",
+                                           "mount_setattr",
+                                           "vhangup",
+                                           "nfsservctl",
+                                           "uselib",
+                                           "pidfd_getfd",
+                                           "kcmp",
+                                           "clone3",
+                                           "modify_ldt"};
 
 TEST(SeccompPolicyData, DangerousSyscallsAreNeverAllowed) {
   for (std::string_view name : kDangerous) {
@@ -71,16 +114,16 @@ TEST(SeccompPolicyData, DangerousSyscallsAreNeverAllowed) {
 }
 
 TEST(SeccompPolicyData, EverydaySyscallsAreAllowed) {
-  for (auto name : {"read", "write", "openat", "close", "execve", "mmap", "mprotect", "futex",
-                    "rseq", "wait4", "pipe2", "epoll_pwait", "getrandom", "statx", "getdents64",
-                    "rt_sigaction", "prlimit64", "ioctl", "arch_prctl", "set_robust_list"})
+  for (auto name : {"read",         "write",       "openat",    "close",      "execve",
+                    "mmap",         "mprotect",    "futex",     "rseq",       "wait4",
+                    "pipe2",        "epoll_pwait", "getrandom", "statx",      "getdents64",
+                    "rt_sigaction", "prlimit64",   "ioctl",     "arch_prctl", "set_robust_list"})
     EXPECT_EQ(call(name), kAllowed) << name;
 }
 
 TEST(SeccompPolicyData, CloneWithAnyNamespaceFlagGetsEperm) {
   const uint64_t thread = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                          CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
-                          CLONE_CHILD_CLEARTID;
+                          CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
   for (uint64_t flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC,
                         CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME}) {
     EXPECT_EQ(call("clone", {flag | SIGCHLD}), refused(EPERM)) << std::hex << flag;
@@ -93,10 +136,10 @@ TEST(SeccompPolicyData, CloneWithAnyNamespaceFlagGetsEperm) {
 TEST(SeccompPolicyData, PlainForkThreadsAndUnshareAreAllowed) {
   EXPECT_EQ(call("clone", {SIGCHLD}), kAllowed);
   EXPECT_EQ(call("clone", {CLONE_VM | CLONE_VFORK | SIGCHLD}), kAllowed);
-  EXPECT_EQ(call("clone", {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                           CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
-                           CLONE_CHILD_CLEARTID}),
-            kAllowed);
+  EXPECT_EQ(
+      call("clone", {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                     CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID}),
+      kAllowed);
   EXPECT_EQ(call("unshare", {CLONE_FILES | CLONE_FS}), kAllowed);
   EXPECT_EQ(call("fork"), kAllowed);
   EXPECT_EQ(call("vfork"), kAllowed);
@@ -141,13 +184,13 @@ TEST(SeccompPolicyData, TerminalInjectionIoctlsGetEpermOnTheLow32Bits) {
 }
 
 TEST(SeccompPolicyData, PersonalityAllowsOnlyLinuxQueryAndLinux32) {
-  for (uint64_t p : {uint64_t{PER_LINUX}, uint64_t{PER_LINUX32}, uint64_t{0xffffffff},
-                     0xffffffffffffffffu})
+  for (uint64_t p :
+       {uint64_t{PER_LINUX}, uint64_t{PER_LINUX32}, uint64_t{0xffffffff}, 0xffffffffffffffffu})
     EXPECT_EQ(call("personality", {p}), kAllowed) << std::hex << p;
-  for (uint64_t p : {uint64_t{ADDR_NO_RANDOMIZE}, uint64_t{READ_IMPLIES_EXEC},
-                     U{PER_LINUX32} | ADDR_NO_RANDOMIZE, uint64_t{UNAME26},
-                     uint64_t{ADDR_COMPAT_LAYOUT}, uint64_t{MMAP_PAGE_ZERO},
-                     U{PER_LINUX32} | READ_IMPLIES_EXEC, uint64_t{PER_BSD}})
+  for (uint64_t p :
+       {uint64_t{ADDR_NO_RANDOMIZE}, uint64_t{READ_IMPLIES_EXEC},
+        U{PER_LINUX32} | ADDR_NO_RANDOMIZE, uint64_t{UNAME26}, uint64_t{ADDR_COMPAT_LAYOUT},
+        uint64_t{MMAP_PAGE_ZERO}, U{PER_LINUX32} | READ_IMPLIES_EXEC, uint64_t{PER_BSD}})
     EXPECT_EQ(call("personality", {p}), refused(ENOSYS)) << std::hex << p;
 }
 
@@ -189,8 +232,10 @@ TEST(SeccompPolicyData, ValidateRejectsMalformedPolicies) {
   const ArgCond a1 = {1, Op::kEq, 5};
   const BadPolicy cases[] = {
       {"refusal without an allow", {{"ioctl", Action::kErrno, EPERM, {a1}, "r"}}},
-      {"duplicate allow", {{"read", Action::kAllow, 0, {}, "r"}, {"read", Action::kAllow, 0, {}, "r"}}},
-      {"allow and denial", {{"read", Action::kAllow, 0, {}, "r"}, {"read", Action::kErrno, EPERM, {}, "r"}}},
+      {"duplicate allow",
+       {{"read", Action::kAllow, 0, {}, "r"}, {"read", Action::kAllow, 0, {}, "r"}}},
+      {"allow and denial",
+       {{"read", Action::kAllow, 0, {}, "r"}, {"read", Action::kErrno, EPERM, {}, "r"}}},
       {"conditional allow plus refusal",
        {{"read", Action::kAllow, 0, {a1}, "r"}, {"read", Action::kErrno, EPERM, {a1}, "r"}}},
       {"two conds on one arg", {{"read", Action::kAllow, 0, {a1, {1, Op::kGt, 2}}, "r"}}},
@@ -198,6 +243,7 @@ TEST(SeccompPolicyData, ValidateRejectsMalformedPolicies) {
       {"no reason", {{"read", Action::kAllow, 0, {}, ""}}},
       {"errno zero", {{"read", Action::kErrno, 0, {}, "r"}}},
       {"mask on eq", {{"read", Action::kAllow, 0, {{1, Op::kEq, 0, 0xff}}, "r"}}},
+      {"value outside mask", {{"read", Action::kAllow, 0, {{1, Op::kMaskedEq, 0x100, 0xff}}, "r"}}},
   };
   for (const BadPolicy& c : cases) {
     auto r = validate(Policy{c.rules, ENOSYS});

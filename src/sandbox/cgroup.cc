@@ -17,6 +17,7 @@
 #include <memory>
 #include <thread>
 
+#include "base/log.h"
 #include "sandbox/cgroup_v1.h"
 #include "sandbox/cgroup_v2.h"
 
@@ -57,7 +58,11 @@ bool killBySignal(int dirfd) {
   for (;;) {
     std::vector<pid_t> seen = detail::readPids(dirfd);
     if (seen.empty()) return true;
-    if (Clock::now() > deadline) return false;
+    if (Clock::now() > deadline) {
+      // Unkillable for 5 s: stuck in uninterruptible sleep (D state), e.g. on a dead NFS mount.
+      log::warn("cgroup_kill_incomplete", "remaining=" + std::to_string(seen.size()));
+      return false;
+    }
     // A pid read from cgroup.procs can exit and be reused by an unrelated process before we
     // signal it. Pin each pid with a pidfd (5.3), then re-read: a pid still listed while we
     // hold its pidfd is the process we pinned (a live pid has one owner), so the signal goes
@@ -81,11 +86,21 @@ bool killBySignal(int dirfd) {
   }
 }
 
-// rmdir fails with EBUSY while killed tasks are still exiting; retry briefly.
+// rmdir fails with EBUSY while killed tasks are still exiting; retry briefly. A directory
+// that stays is logged here (the destructor has no caller to return to); reapStale removes
+// it once it is empty.
 void removeDir(const std::string& path) {
   const auto deadline = Clock::now() + kRmdirWait;
   Backoff backoff;
-  while (::rmdir(path.c_str()) != 0 && errno == EBUSY && Clock::now() < deadline) backoff.pause();
+  for (;;) {
+    if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return;
+    int err = errno;
+    if (err != EBUSY || Clock::now() >= deadline) {
+      log::warn("cgroup_remove_failed", "path=" + path + " errno=" + std::to_string(err));
+      return;
+    }
+    backoff.pause();
+  }
 }
 
 }  // namespace
@@ -144,7 +159,7 @@ struct Builder {
 };
 
 Cgroup::Cgroup(Cgroup&& other) noexcept
-    : dirs_(std::move(other.dirs_)), swap_capped_(other.swap_capped_) {
+    : dirs_(std::move(other.dirs_)), swap_capped_(other.swap_capped_), creator_(other.creator_) {
   other.dirs_.clear();
 }
 
@@ -154,6 +169,7 @@ Cgroup& Cgroup::operator=(Cgroup&& other) noexcept {
     dirs_ = std::move(other.dirs_);
     other.dirs_.clear();
     swap_capped_ = other.swap_capped_;
+    creator_ = other.creator_;
   }
   return *this;
 }
@@ -189,10 +205,13 @@ Result<void> Cgroup::attach(pid_t pid) {
 }
 
 int Cgroup::attachSelf() const noexcept {
-  // Async-signal-safe: no allocation, only write(2) on fds opened by create().
+  // Async-signal-safe: no allocation; getpid, write and close on fds opened by create().
+  if (::getpid() == creator_) return EPERM;  // closing would break the guard's own fds
+  int err = 0;
   for (const Dir& d : dirs_)
-    if (::write(d.self_fd.get(), "0", 1) != 1) return errno;
-  return 0;
+    if (err == 0 && ::write(d.self_fd.get(), "0", 1) != 1) err = errno;
+  for (const Dir& d : dirs_) ::close(d.self_fd.get());
+  return err;
 }
 
 Stats Cgroup::stats() const {
@@ -216,7 +235,7 @@ void Cgroup::killAll() {
     // No freezer: it would be a third hierarchy to create, attach and remove, and v1 frozen
     // tasks do not die until thawed. Signalling converges without it because killed
     // processes cannot fork and pids.max bounds the rest.
-    (void)killBySignal;
+    killBySignal(d.fd.get());
   }
 }
 
@@ -298,7 +317,7 @@ int reapStale(const HostCgroups& host) {
     for (const std::string& name : names) {
       UniqueFd child(::openat(pfd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!child.valid()) continue;
-
+      if (::flock(child.get(), LOCK_EX | LOCK_NB) != 0) continue;  // a live guard holds it
       if (!detail::readPids(child.get()).empty()) continue;       // not ours to kill
       if (::unlinkat(pfd.get(), name.c_str(), AT_REMOVEDIR) == 0) ++removed;
     }

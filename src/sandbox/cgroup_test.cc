@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of per-run cgroups: detection (real host and fake trees), limits, kill, cleanup.
+// Tests of per-run cgroups: limits, kill, cleanup, attach paths and refusals (detection: host_cgroups_test.cc).
 #include "sandbox/cgroup.h"
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -14,16 +16,14 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace corral::sandbox::cgroup {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr uint64_t kMiB = 1ull << 20;
 
 std::string runId(const char* tag) { return "test-" + std::to_string(::getpid()) + "-" + tag; }
@@ -32,6 +32,14 @@ bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
 std::vector<pid_t> procsOf(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   return fd.valid() ? detail::readPids(fd.get()) : std::vector<pid_t>{};
+}
+
+// A process that left its cgroup may not be a zombie yet (cgroup_exit runs before
+// exit_notify), so wait on a pidfd for a bounded time rather than WNOHANG once.
+bool exitsSoon(pid_t pid) {
+  UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  struct pollfd p = {fd.get(), POLLIN, 0};
+  return fd.valid() && ::poll(&p, 1, 10'000) == 1;
 }
 
 // A forked child that runs body() only after the parent said go (so it can be attached
@@ -72,6 +80,12 @@ class Kid {
     reaped_ = true;
     return status;
   }
+  // After a kill that should already have happened: a broken kill fails the test instead of
+  // hanging it. -1 when the child is still running.
+  int waitIfGone() {
+    if (!exitsSoon(pid_)) return -1;
+    return wait();
+  }
 
  private:
   pid_t pid_ = -1;
@@ -83,131 +97,17 @@ void sendInt(int fd, int v) { [[maybe_unused]] ssize_t n = ::write(fd, &v, sizeo
 [[noreturn]] void blockForever() {
   for (;;) ::pause();
 }
-
-// ---------------------------------------------------------------------------------------
-// Detection
-
-// A cgroupfs look-alike in a temp dir, so the v2 choices can be tested on any host.
-class FakeTree {
- public:
-  FakeTree() {
-    char tmpl[] = "/tmp/corral-cgtest-XXXXXX";
-    root_ = ::mkdtemp(tmpl) ? tmpl : "";
+// A grandchild that blocks until killed, or until its parent dies: if the code under test
+// fails to kill it, it must not outlive the test (it holds ctest's output pipe).
+pid_t forkBlocked() {
+  pid_t parent = ::getpid();
+  pid_t p = ::fork();
+  if (p == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(0);
+    blockForever();
   }
-  ~FakeTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const std::string& root() const { return root_; }
-  void file(const std::string& rel, const std::string& content) {
-    std::error_code ec;
-    fs::create_directories(fs::path(root_ + "/" + rel).parent_path(), ec);
-    std::ofstream(root_ + "/" + rel) << content;
-  }
-  std::string mount(const std::string& rel, const std::string& type, const std::string& opts) const {
-    return "30 20 0:40 / " + root_ + "/" + rel + " rw - " + type + " " + type + " " + opts + "\n";
-  }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> out;
-    std::error_code ec;
-    for (auto& e : fs::recursive_directory_iterator(root_, ec)) out.push_back(e.path().string());
-    return out;
-  }
-
- private:
-  std::string root_;
-};
-
-// A v2 cgroup dir: non-root ones have cgroup.type, as on the kernel.
-void v2Dir(FakeTree& t, const std::string& rel, const std::string& controllers, const std::string& subtree,
-           const std::string& procs, bool is_root = false) {
-  t.file(rel + "/cgroup.controllers", controllers);
-  t.file(rel + "/cgroup.subtree_control", subtree);
-  t.file(rel + "/cgroup.procs", procs);
-  if (!is_root) t.file(rel + "/cgroup.type", "domain\n");
-}
-
-TEST(CgroupDetect, ReportsEachControllerConsistently) {
-  HostCgroups host = detect();
-  for (auto [name, site] : {std::pair{"memory", &host.memory}, {"pids", &host.pids}, {"cpu", &host.cpu}}) {
-    SCOPED_TRACE(name);
-    if (site->version == Version::kNone) {
-      EXPECT_TRUE(site->parent.empty());
-      EXPECT_NE(site->why_not.find(name), std::string::npos) << "why_not must name the controller: " << site->why_not;
-      EXPECT_EQ(site->why_not.find('\n'), std::string::npos) << "why_not must be one line";
-    } else {
-      EXPECT_TRUE(site->why_not.empty()) << site->why_not;
-      ASSERT_EQ(site->parent.front(), '/');
-      const std::string must_exist = site->make_parent ? fs::path(site->parent).parent_path().string() : site->parent;
-      EXPECT_TRUE(exists(must_exist)) << must_exist;
-    }
-  }
-  if (host.v1_memsw) {
-    EXPECT_EQ(host.memory.version, Version::kV1);
-  }
-  if (host.v2_memory_peak) {
-    EXPECT_EQ(host.memory.version, Version::kV2);
-  }
-  if (::geteuid() != 0 && host.memory.version == Version::kNone) {
-    EXPECT_NE(host.memory.why_not.find("Delegate=yes"), std::string::npos) << host.memory.why_not;
-  }
-  RecordProperty("memory", std::string(versionName(host.memory.version)) + " " + host.memory.parent + host.memory.why_not);
-  RecordProperty("pids", std::string(versionName(host.pids.version)) + " " + host.pids.parent + host.pids.why_not);
-}
-
-TEST(CgroupDetect, V1SiteIsOwnCgroupInEachHierarchy) {
-  FakeTree t;
-  t.file("memory/a/b/cgroup.procs", "1\n");
-  t.file("memory/a/b/memory.memsw.limit_in_bytes", "9223372036854771712\n");
-  t.file("pids/cgroup.procs", "1\n");
-  std::string mi = t.mount("memory", "cgroup", "rw,memory") + t.mount("pids", "cgroup", "rw,pids");
-  HostCgroups h = detectFrom("4:memory:/a/b\n8:pids:/\n", mi);
-  EXPECT_EQ(h.memory.version, Version::kV1);
-  EXPECT_EQ(h.memory.parent, t.root() + "/memory/a/b");
-  EXPECT_TRUE(h.v1_memsw);
-  EXPECT_EQ(h.pids.version, Version::kV1);
-  EXPECT_EQ(h.pids.parent, t.root() + "/pids");
-  EXPECT_EQ(h.cpu.version, Version::kNone);
-  EXPECT_NE(h.cpu.why_not.find("cpu"), std::string::npos) << h.cpu.why_not;
-}
-
-TEST(CgroupDetect, V2RootLayoutWhenRealRootIsWritableAndNothingWritten) {
-  FakeTree t;
-  v2Dir(t, "v2", "cpu memory pids", "memory pids", "1\n", /*is_root=*/true);
-  v2Dir(t, "v2/user.slice", "memory pids", "", "");
-  v2Dir(t, "v2/user.slice/s.scope", "", "", "42\n");
-  std::vector<std::string> before = t.listing();
-  HostCgroups h = detectFrom("0::/user.slice/s.scope\n", t.mount("v2", "cgroup2", "rw"));
-  EXPECT_EQ(t.listing(), before) << "detect() must not create anything";
-  EXPECT_EQ(h.memory.version, Version::kV2);
-  EXPECT_EQ(h.memory.parent, t.root() + "/v2/corral");
-  EXPECT_TRUE(h.memory.make_parent);
-  EXPECT_EQ(h.cpu.parent, t.root() + "/v2/corral") << "cpu is offered by the root, so it can be enabled";
-  EXPECT_EQ(h.v2_self, t.root() + "/v2/user.slice/s.scope");
-}
-
-TEST(CgroupDetect, V2DelegatedParentWhenOwnCgroupHoldsProcesses) {
-  FakeTree t;  // a cgroup namespace root (it has cgroup.type): no root layout
-  v2Dir(t, "v2", "cpu memory pids", "memory pids", "");
-  v2Dir(t, "v2/app.slice", "memory pids", "memory pids", "");
-  v2Dir(t, "v2/app.slice/run-1.scope", "memory pids", "", "42\n");
-  HostCgroups h = detectFrom("0::/app.slice/run-1.scope\n", t.mount("v2", "cgroup2", "rw,nsdelegate"));
-  EXPECT_EQ(h.memory.version, Version::kV2);
-  EXPECT_EQ(h.memory.parent, t.root() + "/v2/app.slice");
-  EXPECT_FALSE(h.memory.make_parent);
-  EXPECT_EQ(h.cpu.version, Version::kNone) << "nobody enabled cpu, and we do not enable it in slices";
-  EXPECT_NE(h.cpu.why_not.find("holds processes"), std::string::npos) << h.cpu.why_not;
-}
-
-TEST(CgroupDetect, V2WithoutTheControllerFallsBackToV1) {
-  FakeTree t;  // this machine's hybrid shape: memory bound to v1, cgroup2 has only hugetlb
-  v2Dir(t, "unified", "hugetlb", "", "1\n", /*is_root=*/true);
-  t.file("memory/cgroup.procs", "1\n");
-  std::string mi = t.mount("memory", "cgroup", "rw,memory") + t.mount("unified", "cgroup2", "rw");
-  HostCgroups h = detectFrom("4:memory:/\n0::/\n", mi);
-  EXPECT_EQ(h.memory.version, Version::kV1);
-  EXPECT_EQ(h.pids.version, Version::kNone);
-  EXPECT_NE(h.pids.why_not.find("does not offer the pids controller"), std::string::npos) << h.pids.why_not;
+  return p;
 }
 
 TEST(CgroupDetect, ImpossiblePlanIsRefusedNamingTheController) {
@@ -304,9 +204,7 @@ ForkRun runForks(Cgroup& cg, int attempts) {
   Kid kid([attempts](int rep) -> int {
     int forked = 0, err = 0;
     for (; forked < attempts; ++forked) {
-      pid_t p = ::fork();
-      if (p == 0) blockForever();
-      if (p < 0) {
+      if (forkBlocked() < 0) {
         err = errno;
         break;
       }
@@ -344,8 +242,7 @@ TEST(CgroupLimitsPids, ControlForkWithinLimitSucceeds) {
 TEST(CgroupLifecycle, KillAllLeavesCgroupProcsEmpty) {
   CREATE_OR_SKIP(cg, (CgroupPlan{64 * kMiB, 64}), "killall");
   Kid kid([](int rep) -> int {
-    for (int i = 0; i < 5; ++i)
-      if (::fork() == 0) blockForever();
+    for (int i = 0; i < 5; ++i) forkBlocked();
     sendInt(rep, 1);
     blockForever();
   });
@@ -355,8 +252,8 @@ TEST(CgroupLifecycle, KillAllLeavesCgroupProcsEmpty) {
   for (const std::string& p : cg.paths()) EXPECT_EQ(procsOf(p).size(), 6u) << p;
   cg.killAll();
   for (const std::string& p : cg.paths()) EXPECT_TRUE(procsOf(p).empty()) << p << " still has processes";
-  int status = kid.wait();
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  int status = kid.waitIfGone();
+  EXPECT_TRUE(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
 }
 
 TEST(CgroupLifecycle, DestructorKillsAndRemovesDirectories) {
@@ -370,8 +267,9 @@ TEST(CgroupLifecycle, DestructorKillsAndRemovesDirectories) {
     for (const std::string& p : paths) ASSERT_TRUE(exists(p));
   }
   for (const std::string& p : paths) EXPECT_FALSE(exists(p)) << p << " left behind";
-  int status = kid->wait();
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "process left alive by the destructor";
+  int status = kid->waitIfGone();
+  EXPECT_TRUE(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "process left alive by the destructor, status " << status;
 }
 
 TEST(CgroupLifecycle, AttachSelfMovesTheChildIntoEveryDirectory) {
@@ -383,6 +281,7 @@ TEST(CgroupLifecycle, AttachSelfMovesTheChildIntoEveryDirectory) {
   kid.go();
   ASSERT_EQ(kid.report(), 0) << "attachSelf errno";
   for (const std::string& p : cg.paths()) EXPECT_EQ(procsOf(p), std::vector<pid_t>{kid.pid()}) << p;
+  EXPECT_EQ(cg.attachSelf(), EPERM) << "the creating process must not close the guard's fds";
 }
 
 TEST(CgroupLifecycle, ReapStaleRemovesEmptyLeftoverButNotALiveGuard) {
@@ -423,13 +322,22 @@ TEST(CgroupLifecycle, V2CloneIntoCgroupThenCgroupKill) {
     args.flags = CLONE_INTO_CGROUP;
     args.exit_signal = SIGCHLD;
     args.cgroup = static_cast<uint64_t>(cg.cloneIntoFd());
+    pid_t parent = ::getpid();
     long pid = ::syscall(SYS_clone3, &args, sizeof args);
-    if (pid == 0) blockForever();
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(0);
+      blockForever();
+    }
     ASSERT_GT(pid, 0) << "clone3: " << std::strerror(errno);
     EXPECT_EQ(procsOf(path), std::vector<pid_t>{static_cast<pid_t>(pid)});
     cg.killAll();
     EXPECT_TRUE(procsOf(path).empty());
     int status = 0;
+    if (!exitsSoon(static_cast<pid_t>(pid))) {
+      ADD_FAILURE() << "cgroup.kill left pid " << pid << " running";
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
+    }
     ::waitpid(static_cast<pid_t>(pid), &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   }

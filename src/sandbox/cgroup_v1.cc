@@ -16,7 +16,7 @@ Result<bool> writeMemoryLimit(int dirfd, uint64_t bytes) {
   // Invariant: the kernel keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes and
   // fails a write that would break it (EINVAL). A fresh child starts with both unlimited and
   // we only lower them, so limit first, then memsw. (Raising would need memsw first.)
-  (void)value; return false;
+  RETURN_IF_ERROR(detail::writeAt(dirfd, "memory.limit_in_bytes", value));
   bool capped = false;
   if (::faccessat(dirfd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0) {
     RETURN_IF_ERROR(detail::writeAt(dirfd, "memory.memsw.limit_in_bytes", value));

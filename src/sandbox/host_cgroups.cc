@@ -121,10 +121,13 @@ bool holdsProcesses(const std::string& dir) {
   return text && text->find_first_not_of(" \n") != std::string::npos;
 }
 
-std::string fixHint() {
+std::string fixHint(Version where) {
   if (::geteuid() == 0)
     return "mount the cgroup filesystem read-write, or start corral in a delegated cgroup whose "
-           "parent it may write (systemd-run --scope -p Delegate=yes)";
+           "parent it may write (systemd-run --scope -p Delegate=yes corral ...)";
+  if (where == Version::kV2)
+    return "run as root, or start corral in a delegated scope (systemd-run --user --scope "
+           "-p Delegate=yes corral ...)";
   return "run as root or on a cgroup v2 host with a delegated subtree (systemd-run --user --scope "
          "-p Delegate=yes)";
 }
@@ -145,10 +148,10 @@ ControllerSite v1Site(const std::vector<Mount>& mounts, const SelfCgroups& self,
   std::string dir = path == self.v1.end() ? "" : dirOf(*mount, path->second);
   if (dir.empty() || !exists(dir)) {
     site.why_not = "cgroup v1 " + ctrl + " hierarchy at " + mount->point +
-                   " does not show our cgroup (foreign cgroup namespace?); " + fixHint();
+                   " does not show our cgroup (foreign cgroup namespace?); " + fixHint(Version::kV1);
   } else if (!canMkdirIn(dir) || !canWrite(dir + "/cgroup.procs")) {
     site.why_not = "cgroup v1 " + ctrl + " controller at " + dir + " is not writable by " + uidText() +
-                   "; " + fixHint();
+                   "; " + fixHint(Version::kV1);
   } else {
     site.version = Version::kV1;
     site.parent = dir;
@@ -210,7 +213,7 @@ ControllerSite v2Site(const Mount* m, const std::string& self_dir, const std::st
   } else {
     site.why_not = "no cgroup v2 parent with " + ctrl + " enabled is writable by " + uidText() +
                    " above our cgroup " + self_dir +
-                   " (it holds processes, so it cannot have controller children); " + fixHint();
+                   " (it holds processes, so it cannot have controller children); " + fixHint(Version::kV2);
   }
   return site;
 }

@@ -26,7 +26,6 @@ struct RoBind {
 struct Limits {
   std::optional<uint64_t> memory_bytes;      // none: unlimited
   uint32_t pids = 4096;                      // always on: a fork bomb is held by default
-  bool pids_explicit = false;                // the user asked, so a weaker mechanism is refused
   std::optional<std::chrono::milliseconds> cpu_time;
   std::optional<std::chrono::milliseconds> timeout;
   uint64_t file_size_bytes = 1ull << 30;     // RLIMIT_FSIZE
