@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "sandbox/cgroup.h"
 #include "sandbox/mountns.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/seccomp.h"
@@ -18,7 +19,8 @@ struct Context {
   int* slot_fds = nullptr;          // mounts->slots entries
   const char* workspace_size = nullptr;  // "size=<bytes>"
   bool send_workspace = false;      // the parent stages files in or copies outputs back
-  bool wait_for_go = false;         // staging or a cgroup v1 attach must finish first
+  bool wait_for_go = false;         // the parent stages the workspace before the command starts
+  const cgroup::Cgroup* cgroup = nullptr;  // v1: init moves itself in first (attachSelf)
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   const char* const* exec_paths = nullptr;  // argv[0] resolved against PATH, in order
@@ -26,6 +28,7 @@ struct Context {
   rlimits::Plan rlimits;
   const seccomp::Program* seccomp = nullptr;
   int landlock_abi = 0;             // 0: not applied
+  uint64_t* stamps = nullptr;       // --timing: a MAP_SHARED page, one slot per mount step
 };
 
 // Never returns. Async-signal-safe throughout: no allocation, no logging, no stdio.

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -22,12 +23,11 @@
 #include <optional>
 
 #include "base/unique_fd.h"
-#include "policy/seccomp_policy.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/child.h"
 #include "sandbox/landlock.h"
 #include "sandbox/limit_plan.h"
-#include "sandbox/seccomp.h"
+#include "sandbox/seccomp_embedded.h"
 #include "sandbox/sync_channel.h"
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
@@ -164,6 +164,19 @@ Error setupError(const sync::Message& m, const mountns::Plan& plan, const Sandbo
   return Error(m.err, "sandbox setup: " + what);
 }
 
+void printStepTimes(const mountns::Plan& plan, const uint64_t* stamps) {
+  std::string line = "corral: timing mount steps (us):";
+  for (size_t i = 1; i < plan.steps.size(); ++i) {
+    if (!stamps[i] || !stamps[i - 1]) continue;
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), " [%zu %s]=%llu", i, plan.steps[i].what,
+                  static_cast<unsigned long long>((stamps[i] - stamps[i - 1]) / 1000));
+    line += buf;
+  }
+  line += "\n";
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+}
+
 }  // namespace
 
 void rememberProcessArgs(int argc, char** argv) {
@@ -181,7 +194,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   cgroup::HostCgroups host_cgroups;
   if (spec.limits.memory_bytes) host_cgroups = cgroup::detect();
   ASSIGN_OR_RETURN(LimitDecision limits, planLimits(spec.limits, host_cgroups));
-  ASSIGN_OR_RETURN(seccomp::Program filter, seccomp::compile(policy::seccomp::sandboxPolicy()));
+  const seccomp::Program& filter = seccomp::embeddedProgram();
   const int landlock_abi = landlock::abiVersion();
   ASSIGN_OR_RETURN(mountns::Plan mounts, mountns::buildPlan(spec, passwdFile(), groupFile()));
   std::vector<int> slot_fds(static_cast<size_t>(mounts.slots), -1);
@@ -206,14 +219,15 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   UniqueFd sock(pair[0]), child_sock(pair[1]);
 
   const bool send_workspace = spec.workspace.has_value() || !spec.outputs.empty();
-  const bool v1_attach = cg && cg->cloneIntoFd() < 0;
+  const bool self_attach = cg && cg->cloneIntoFd() < 0;
   child::Context ctx;
   ctx.sock = child_sock.get();
   ctx.mounts = &mounts;
   ctx.slot_fds = slot_fds.data();
   ctx.workspace_size = ws_size.c_str();
   ctx.send_workspace = send_workspace;
-  ctx.wait_for_go = send_workspace || v1_attach;
+  ctx.wait_for_go = send_workspace;
+  ctx.cgroup = self_attach ? &*cg : nullptr;
   ctx.argv = argv.data();
   ctx.envp = envp.data();
   ctx.exec_paths = exec_cpaths.data();
@@ -225,6 +239,14 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   // A root caller's supplementary groups (gid 0 among them) would follow the clone and
   // grant group access on host files; drop them here, where root still may.
   if (::getuid() == 0 && ::setgroups(0, nullptr) != 0) return sysError("setgroups");
+  // --timing: the init stamps each mount step into a page shared across the clone.
+  uint64_t* stamps = nullptr;
+  const size_t stamp_bytes = (mounts.steps.size() + 1) * sizeof(uint64_t);
+  if (options.timing) {
+    void* page = ::mmap(nullptr, stamp_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page != MAP_FAILED) stamps = static_cast<uint64_t*>(page);
+    ctx.stamps = stamps;
+  }
   SignalForwarder forwarder;
   int pidfd = -1;
   CloneArgs args{};
@@ -271,10 +293,6 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   }
   if (int e = sync::send(sock.get(), {sync::Type::kMapsReady, 0, 0, 0})) return sysError("sync: maps ready", e);
   timing.mark("idmap");
-  // cgroup v1 has no CLONE_INTO_CGROUP: attach while the init builds its mounts, and hold
-  // it at the "go" barrier so the command never runs outside the cgroup.
-  if (v1_attach) RETURN_IF_ERROR(cg->attach(static_cast<pid_t>(pid)));
-  timing.mark("attach");
 
   Outcome out;
   UniqueFd ws_root;
@@ -404,7 +422,13 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
       }
   }
   timing.mark("copyback");
-  if (options.timing) timing.print();
+  if (options.timing) {
+    timing.print();
+    if (stamps) {
+      printStepTimes(mounts, stamps);
+      ::munmap(stamps, stamp_bytes);
+    }
+  }
   return report;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -290,9 +291,14 @@ int runStep(const Step& s, int ws_fd, int* slot_fds) {
 
 }  // namespace
 
-int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed) {
+int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     int err = runStep(plan.steps[i], ws_fd, slot_fds);
+    if (stamps) {
+      timespec ts;
+      ::clock_gettime(CLOCK_MONOTONIC, &ts);
+      stamps[i] = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+    }
     if (err == ENOENT && plan.steps[i].optional) continue;
     if (err != 0) {
       *failed = i;

@@ -60,7 +60,8 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
 
 // Child side, async-signal-safe: runs every step. On failure returns the errno and sets
 // *failed to the index of the step. ws_fd is the detached workspace mount (or -1).
-int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed);
+// stamps, when not null, receives CLOCK_MONOTONIC ns after each step (for --timing).
+int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps = nullptr);
 
 // Child side: a detached tmpfs (fsopen/fsmount) of `size` bytes, root mode 0755, nosuid,
 // nodev. Returns the mount fd or -errno. size_option is "size=<bytes>" built before clone.

@@ -26,6 +26,7 @@ const char* childStepName(int32_t step) {
     case kStepExec: return "exec";
     case kStepSignals: return "signal setup";
     case kStepCredentials: return "switch to the sandbox uid";
+    case kStepCgroupAttach: return "join cgroup";
     default: return "setup";
   }
 }
