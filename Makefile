@@ -43,3 +43,6 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)
+
+# Feature makefiles (fuzzing, lint, ...) add their own targets here.
+-include mk/*.mk
