@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox/caps.h"
@@ -36,6 +37,13 @@ constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2
 
 void noopHandler(int) {}
 
+void stamp(const Context& ctx, Milestone m) {
+  if (!ctx.stamps) return;
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ctx.stamps[ctx.stamp_base + m] = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 // Command side: from the fork to execve. Failures go straight to the parent.
 [[noreturn]] void execCommand(const Context& ctx) {
   sigset_t none;
@@ -59,6 +67,7 @@ void noopHandler(int) {}
   if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
     fail(sync::Type::kExecFailed, sync::kStepExec, errno, 125);
   // Seccomp last: every call above is one the filter denies or need not allow.
+  stamp(ctx, kMsExec);
   if (ctx.seccomp)
     if (int e = seccomp::install(*ctx.seccomp)) fail(sync::Type::kExecFailed, sync::kStepSeccomp, e, 125);
   int err = ENOENT;
@@ -127,6 +136,7 @@ void runInit(const Context& ctx) {
 
   sync::Message m{};
   if (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kMapsReady) ::_exit(125);  // parent gone: EOF
+  stamp(ctx, kMsMapsReady);
   // Become the mapped sandbox uid. A root caller's clone still holds host kuid 0, which has
   // no mapping here (files could not even be created); a rootless caller already maps to it.
   // NO_SETUID_FIXUP keeps init's namespace capabilities across the switch.
@@ -148,12 +158,15 @@ void runInit(const Context& ctx) {
   if (ctx.send_workspace)
     if (int e = sync::send(kSock, {sync::Type::kWorkspaceFd, 0, 0, 0}, ws))
       fail(sync::Type::kSetupFailed, sync::kStepSync, e, 125);
+  stamp(ctx, kMsTmpfs);
   size_t failed = 0;
   if (int e = mountns::execute(*ctx.mounts, ws, ctx.slot_fds, &failed, ctx.stamps))
     fail(sync::Type::kSetupFailed, static_cast<int32_t>(failed), e, 125);
   ::close(ws);
+  stamp(ctx, kMsMounts);
   if (::sethostname("corral", 6) != 0) fail(sync::Type::kSetupFailed, sync::kStepHostname, errno, 125);
   if (int e = netns::bringUpLoopback()) fail(sync::Type::kSetupFailed, sync::kStepLoopback, e, 125);
+  stamp(ctx, kMsNetwork);
 
   if (ctx.wait_for_go && (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kGo)) ::_exit(125);
   // Rooted at the cgroup the parent just placed us in, so /proc/self/cgroup shows "/".
@@ -175,11 +188,14 @@ void runInit(const Context& ctx) {
   if (pid < 0) fail(sync::Type::kSetupFailed, sync::kStepFork, errno, 125);
   if (pid == 0) execCommand(ctx);
 
+  stamp(ctx, kMsForked);
   // Init keeps nothing the command could use: no capabilities, no stdio.
   caps::dropAll();
   ::syscall(SYS_close_range, 0u, 2u, 0);
   int status = superviseCommand(static_cast<pid_t>(pid), waited);
+  stamp(ctx, kMsCommandReaped);
   sync::send(kSock, {sync::Type::kCommandExited, 0, 0, status});
+  stamp(ctx, kMsReported);
   ::_exit(0);
 }
 

@@ -28,7 +28,14 @@ struct Context {
   rlimits::Plan rlimits;
   const seccomp::Program* seccomp = nullptr;
   int landlock_abi = 0;             // 0: not applied
-  uint64_t* stamps = nullptr;       // --timing: a MAP_SHARED page, one slot per mount step
+  size_t stamp_base = 0;            // index of the first milestone slot
+  uint64_t* stamps = nullptr;       // --timing: a MAP_SHARED page, one slot per mount step,
+                                    // then kMilestones slots (see Milestone)
+};
+
+// Child milestones stamped after the mount steps when --timing is on.
+enum Milestone : size_t {
+  kMsMapsReady, kMsTmpfs, kMsMounts, kMsNetwork, kMsForked, kMsExec, kMsCommandReaped, kMsReported, kMilestones
 };
 
 // Never returns. Async-signal-safe throughout: no allocation, no logging, no stdio.

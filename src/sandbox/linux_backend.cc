@@ -164,6 +164,31 @@ Error setupError(const sync::Message& m, const mountns::Plan& plan, const Sandbo
   return Error(m.err, "sandbox setup: " + what);
 }
 
+uint64_t nowNs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Milestones of the init and the command, as gaps from the previous one (us).
+void printMilestones(const uint64_t* m, uint64_t clone_ns, uint64_t reaped_ns) {
+  static const char* kNames[] = {"maps_wait", "workspace_tmpfs", "mounts", "hostname_lo", "fork_cmd",
+                                 "cmd_presetup", "cmd_run_and_reap", "report"};
+  std::string line = "corral: timing child (us): clone->";
+  uint64_t prev = clone_ns;
+  for (size_t i = 0; i < child::kMilestones; ++i) {
+    if (!m[i]) continue;
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s=%llu ", kNames[i], static_cast<unsigned long long>((m[i] - prev) / 1000));
+    line += buf;
+    prev = m[i];
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "init_exit_and_teardown=%llu\n", static_cast<unsigned long long>((reaped_ns - prev) / 1000));
+  line += buf;
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+}
+
 void printStepTimes(const mountns::Plan& plan, const uint64_t* stamps) {
   std::string line = "corral: timing mount steps (us):";
   for (size_t i = 1; i < plan.steps.size(); ++i) {
@@ -241,11 +266,12 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   if (::getuid() == 0 && ::setgroups(0, nullptr) != 0) return sysError("setgroups");
   // --timing: the init stamps each mount step into a page shared across the clone.
   uint64_t* stamps = nullptr;
-  const size_t stamp_bytes = (mounts.steps.size() + 1) * sizeof(uint64_t);
+  const size_t stamp_bytes = (mounts.steps.size() + child::kMilestones + 1) * sizeof(uint64_t);
   if (options.timing) {
     void* page = ::mmap(nullptr, stamp_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (page != MAP_FAILED) stamps = static_cast<uint64_t*>(page);
     ctx.stamps = stamps;
+    ctx.stamp_base = mounts.steps.size();
   }
   SignalForwarder forwarder;
   int pidfd = -1;
@@ -269,6 +295,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     scrubProcessStrings();
     child::runInit(ctx);
   }
+  const uint64_t cloned_ns = nowNs();
   UniqueFd child_pidfd(pidfd);
   child_sock.reset();
   timing.mark("clone");
@@ -363,6 +390,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   int init_status = 0;
   ::wait4(static_cast<pid_t>(pid), &init_status, 0, &ru);
   reaper.armed = false;
+  const uint64_t reaped_ns = nowNs();
   timing.mark("run");
 
   RunReport report;
@@ -426,6 +454,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     timing.print();
     if (stamps) {
       printStepTimes(mounts, stamps);
+      printMilestones(stamps + mounts.steps.size(), cloned_ns, reaped_ns);
       ::munmap(stamps, stamp_bytes);
     }
   }
