@@ -8,7 +8,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang
   libseccomp-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libcap-dev
-  bubblewrap crun util-linux iproute2 python3 curl git
+  bubblewrap crun util-linux iproute2 python3 curl git strace
+  libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)

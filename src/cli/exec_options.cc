@@ -73,6 +73,9 @@ Result<void> onAllow(State&, std::string_view opt, std::string_view) {
 // Only the key is echoed: the value may be a secret.
 Result<void> onEnv(State& s, std::string_view opt, std::string_view v) {
   auto kv = policy::env::parseAssignment(v);
+  // Without '=' the whole argument may be a token pasted by mistake: never echo it.
+  if (!kv && v.find('=') == std::string_view::npos)
+    return Error(Errc::kInvalidArgument, std::string(opt) + ": expected KEY=VALUE (argument not shown)");
   if (!kv) return withValue(opt, v.substr(0, v.find('=')), kv.error());
   s.env.push_back(std::move(*kv));
   return {};

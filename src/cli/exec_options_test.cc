@@ -251,7 +251,8 @@ TEST(ParseExecArgs, RefusesBadValuesWithOneLineMessages) {
       {{"--ro-bind", std::string("/a\0:/b", 6)}, "--ro-bind /a\\x00:/b: contains a control character"},
       {{"--ro-bind", "/a:/x", "--ro-bind", "/b:/x"}, "--ro-bind target /x: given twice"},
       // environment
-      {{"--env", "FOO"}, "--env FOO: expected KEY=VALUE"},
+      {{"--env", "FOO"}, "--env: expected KEY=VALUE (argument not shown)"},
+      {{"--env", "ghp_sentinelTOKEN123"}, "--env: expected KEY=VALUE (argument not shown)"},
       {{"--env", "=v"}, "--env : expected KEY=VALUE, the key is empty"},
       {{"--env", "1A=v"}, "--env 1A: '1A' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"},
       {{"--env", std::string("K=a\0b", 5)}, "--env K: the value contains a NUL byte"},

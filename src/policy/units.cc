@@ -93,9 +93,18 @@ std::string printable(std::string_view text) {
   bool cut = text.size() > kMaxShown;
   if (cut) {
     text = text.substr(0, kMaxShown);
-    // Back off to a UTF-8 boundary so the cut does not leave half a character.
-    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.remove_suffix(1);
-    if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.remove_suffix(1);
+    // Drop a character the cut left incomplete: its lead byte and at most 3 continuation
+    // bytes. Anything else stays, valid UTF-8 or not: an unbounded back-off would let a run
+    // of 0x80 bytes erase the whole echoed value (found by fuzz/fuzz_units.cc).
+    size_t cont = 0;
+    while (cont < 3 && cont < text.size() &&
+           (static_cast<unsigned char>(text[text.size() - 1 - cont]) & 0xC0) == 0x80)
+      ++cont;
+    if (cont < text.size()) {
+      auto lead = static_cast<unsigned char>(text[text.size() - 1 - cont]);
+      size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+      if (need > cont) text.remove_suffix(cont + 1);
+    }
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

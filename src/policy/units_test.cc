@@ -107,5 +107,14 @@ TEST(ParseSize, HostileInputEchoedOnOneLine) {
   EXPECT_EQ(r.error().message().find('\n'), std::string::npos) << r.error().message();
 }
 
+TEST(Printable, CutKeepsInvalidUtf8InsteadOfErasingIt) {
+  // Regression (fuzz/regressions/units): 121 continuation bytes used to echo as "...".
+  std::string shown = printable(std::string(121, '\x80'));
+  EXPECT_GT(shown.size(), 100u) << "the cut erased the echoed value";
+  std::string mixed = "token=abcdef" + std::string(200, '\xbf');
+  EXPECT_NE(printable(mixed).find("token=abcdef"), std::string::npos);
+  EXPECT_GT(printable(mixed).size(), 100u);
+}
+
 }  // namespace
 }  // namespace corral::policy

@@ -388,7 +388,8 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   }
   rusage ru{};
   int init_status = 0;
-  ::wait4(static_cast<pid_t>(pid), &init_status, 0, &ru);
+  while (::wait4(static_cast<pid_t>(pid), &init_status, 0, &ru) < 0 && errno == EINTR) {
+  }
   reaper.armed = false;
   const uint64_t reaped_ns = nowNs();
   timing.mark("run");

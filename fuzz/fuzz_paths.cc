@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fuzzes outputPath and sandboxMountPath against a reference implementation and containment checks.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "check.h"
+#include "policy/path_policy.h"
+
+namespace corral::fuzz {
+namespace {
+
+namespace path = policy::path;
+
+// Where corral mounts or generates something itself (written out again, not copied from
+// path_policy.cc, so a deletion there shows up here).
+constexpr std::array<std::string_view, 12> kReservedMounts = {
+    "/proc", "/dev", "/workspace", "/tmp", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+
+std::vector<std::string_view> split(std::string_view p) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t slash = p.find('/', start);
+    parts.push_back(p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    if (slash == std::string_view::npos) return parts;
+    start = slash + 1;
+  }
+}
+
+// A relative body in normal form: every component non-empty, not "." or "..", within
+// NAME_MAX; no control byte anywhere.
+bool refNormalBody(std::string_view body) {
+  if (!noControlBytes(body)) return false;
+  for (std::string_view c : split(body))
+    if (c.empty() || c == "." || c == ".." || c.size() > path::kMaxComponent) return false;
+  return true;
+}
+
+bool refOutput(std::string_view rel) {
+  if (rel.empty() || rel.size() > path::kMaxPath || rel.front() == '/') return false;
+  if (!refNormalBody(rel)) return false;
+  return split(rel).front() != ".corral";
+}
+
+bool refMount(std::string_view abs) {
+  if (abs.size() < 2 || abs.size() > path::kMaxPath || abs.front() != '/') return false;
+  if (!refNormalBody(abs.substr(1))) return false;
+  std::string first = "/" + std::string(split(abs.substr(1)).front());
+  for (std::string_view r : kReservedMounts)
+    if (first == r) return false;
+  return true;
+}
+
+// Resolves rel lexically from a workspace root, as a copy-back would with no symlinks in
+// play: true when it never climbs above the root and ends below it.
+bool staysInside(std::string_view rel) {
+  int depth = 0;
+  for (std::string_view c : split(rel)) {
+    if (c.empty() || c == ".") continue;
+    depth += c == ".." ? -1 : 1;
+    if (depth < 0) return false;
+  }
+  return depth > 0;
+}
+
+void checkOutput(std::string_view rel) {
+  auto r = path::outputPath(rel);
+  PROPERTY_ONE_LINE_ERROR(r);
+  PROPERTY(r.ok() == refOutput(rel), "outputPath and the reference disagree on '" + std::string(rel) + "'");
+  if (!r.ok()) return;
+  PROPERTY(*r == rel, "outputPath changed the path: " + *r);
+  PROPERTY(rel.front() != '/', "absolute output accepted: " + *r);
+  PROPERTY(rel.find("//") == std::string_view::npos && rel.back() != '/', "empty component accepted: " + *r);
+  PROPERTY(noControlBytes(rel), "control byte accepted: " + *r);
+  for (std::string_view c : split(rel)) PROPERTY(c != ".." && c != ".", "dot component accepted: " + *r);
+  PROPERTY(staysInside(rel), "output resolves outside the workspace: " + *r);
+  PROPERTY(split(rel).front() != ".corral", "reserved .corral/ output accepted: " + *r);
+}
+
+void checkMount(std::string_view abs) {
+  auto r = path::sandboxMountPath(abs);
+  PROPERTY_ONE_LINE_ERROR(r);
+  PROPERTY(r.ok() == refMount(abs), "sandboxMountPath and the reference disagree on '" + std::string(abs) + "'");
+  if (!r.ok()) return;
+  PROPERTY(*r == abs, "sandboxMountPath changed the path: " + *r);
+  PROPERTY(abs.front() == '/' && abs != "/", "non-absolute or root mount accepted: " + *r);
+  PROPERTY(staysInside(abs.substr(1)), "mount target is not normal: " + *r);
+  for (std::string_view root : kReservedMounts) {
+    bool under = abs.substr(0, root.size()) == root && (abs.size() == root.size() || abs[root.size()] == '/');
+    PROPERTY(!under, "mount target on or under reserved " + std::string(root) + ": " + *r);
+  }
+}
+
+}  // namespace
+}  // namespace corral::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  corral::fuzz::checkOutput(text);
+  corral::fuzz::checkMount(text);
+  // The same bytes as the body of an absolute path: most interesting mount targets are.
+  corral::fuzz::checkMount("/" + std::string(text));
+  return 0;
+}

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+# libFuzzer targets (fuzz/), built with clang-14 into build-fuzz/ apart from the main build.
+#   make fuzz-smoke                      every target ~10 s (CI), fails on any crash
+#   make fuzz TARGET=paths SECONDS=600   one long run; FUZZ_ARGS="-jobs=2" passes flags on
+#   make fuzz-repro TARGET=paths FILE=build-fuzz/artifacts/paths/crash-...
+
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CXX ?= clang++-14
+FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_TARGETS ?= units paths env exec_options report_json seccomp_policy
+FUZZ_ARGS ?=
+SECONDS ?= 300
+# Fuzzing shares the machine with builds: lowest priority unless told otherwise (FUZZ_NICE=).
+FUZZ_NICE ?= nice -n 19
+# libclang-rt-14-dev holds libFuzzer and the sanitizer runtimes (clang-14 only recommends
+# it, and bootstrap installs without recommends); llvm-14 holds llvm-symbolizer.
+FUZZ_DEBS := clang-14 libclang-rt-14-dev llvm-14 cmake ninja-build nlohmann-json3-dev
+
+# corral_apt_need(packages,who): installs the missing ones as root, else names them and fails.
+ifndef corral_apt_need
+define corral_apt_need
+missing=""; for p in $(1); do \
+  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+done; \
+if [ -n "$$missing" ]; then \
+  if [ "$$(id -u)" -ne 0 ]; then echo "$(2): missing Debian packages:$$missing (sudo apt-get install$$missing)" >&2; exit 1; fi; \
+  echo "$(2): installing$$missing"; \
+  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+fi
+endef
+endif
+
+.PHONY: fuzz-deps fuzz-build fuzz-smoke fuzz fuzz-repro fuzz-clean
+
+fuzz-deps:
+	@$(call corral_apt_need,$(FUZZ_DEBS),fuzz)
+
+$(FUZZ_BUILD)/build.ninja: | fuzz-deps
+	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DCMAKE_BUILD_TYPE=
+
+fuzz-build: fuzz-deps $(FUZZ_BUILD)/build.ninja
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz-smoke: fuzz-build
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_NICE="$(FUZZ_NICE)" fuzz/run.sh smoke $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	@test -n "$(TARGET)" || { echo "usage: make fuzz TARGET=<$(FUZZ_TARGETS)> [SECONDS=n] [FUZZ_ARGS=...]" >&2; exit 2; }
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_NICE="$(FUZZ_NICE)" fuzz/run.sh fuzz $(TARGET) $(SECONDS) $(FUZZ_ARGS)
+
+fuzz-repro: fuzz-build
+	@test -n "$(TARGET)" -a -n "$(FILE)" || { echo "usage: make fuzz-repro TARGET=x FILE=input" >&2; exit 2; }
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_NICE= fuzz/run.sh repro $(TARGET) $(FILE)
+
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD)
