@@ -40,20 +40,26 @@ Result<void> checkHostPaths(sandbox::SandboxSpec& spec) {
   return {};
 }
 
-Result<void> writeReportFile(const std::string& path, const std::string& json) {
+// Opened before the run: a report that cannot be written is a refusal, not a surprise after
+// the command already ran.
+Result<UniqueFd> openReportFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd.valid()) return sysError("--report " + path);
+  return fd;
+}
+
+Result<void> writeReport(const UniqueFd& fd, const std::string& path, const std::string& json) {
   std::string line = json + "\n";
   if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return sysError("--report " + path);
   return {};
 }
 
-int finish(const ExecInvocation& inv, const sandbox::RunReport& report) {
+int finish(const ExecInvocation& inv, const UniqueFd& report_fd, const sandbox::RunReport& report) {
   if (!report.error.empty()) errorLine(report.error);
-  if (inv.json || inv.report_file) {
+  if (inv.json || report_fd.valid()) {
     std::string json = renderReport(report);
-    if (inv.report_file) {
-      if (auto w = writeReportFile(*inv.report_file, json); !w) {
+    if (report_fd.valid()) {
+      if (auto w = writeReport(report_fd, *inv.report_file, json); !w) {
         errorLine(w.error().message());
         return kExitCorral;
       }
@@ -77,16 +83,25 @@ int execMain(const std::vector<std::string>& args) {
     return 0;
   }
   sandbox::RunReport failed;
+  UniqueFd report_fd;
+  if (inv.report_file) {
+    auto opened = openReportFile(*inv.report_file);
+    if (!opened) {
+      failed.error = opened.error().message();
+      return finish(inv, report_fd, failed);
+    }
+    report_fd = std::move(*opened);
+  }
   if (auto ok = checkHostPaths(inv.spec); !ok) {
     failed.error = ok.error().message();
-    return finish(inv, failed);
+    return finish(inv, report_fd, failed);
   }
   auto report = sandbox::runLinux(inv.spec, {inv.timing});
   if (!report) {
     failed.error = report.error().message();
-    return finish(inv, failed);
+    return finish(inv, report_fd, failed);
   }
-  return finish(inv, *report);
+  return finish(inv, report_fd, *report);
 }
 
 }  // namespace corral::cli

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -214,6 +215,14 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   timing.mark("start");
   const auto started = Clock::now();
   if (spec.argv.empty()) return Error(Errc::kInvalidArgument, "no command given");
+  // stdio is the one thing of the caller's that crosses into the sandbox. A directory there
+  // would be a handle on the host's tree (the runc CVE-2024-21626 pattern through fd 0-2).
+  for (int fd = 0; fd <= 2; ++fd) {
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+      return Error(Errc::kRefused, std::string(fd == 0 ? "stdin" : fd == 1 ? "stdout" : "stderr") +
+                                       " is a directory: refusing to hand a host directory to the sandbox");
+  }
 
   // ---- Plan everything before clone: the child only executes. ----
   cgroup::HostCgroups host_cgroups;

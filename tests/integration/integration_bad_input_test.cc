@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// End-to-end: every `corral exec` option refuses bad input with 125, one line, and no side effects.
+#include "harness.h"
+
+namespace corral::testing {
+namespace {
+
+struct BadCase {
+  const char* name;
+  std::vector<std::string> args;  // exec options; "@MISSING" is replaced by a path that does not exist
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
+class ExecBadInput : public ::testing::TestWithParam<BadCase> {};
+
+// The command would print "ran"; corral runs with a fresh cwd and TMPDIR that must stay empty.
+TEST_P(ExecBadInput, RefusedWith125OneLineAndNoSideEffects) {
+  TempDir cwd("badin-cwd"), tmp("badin-tmp"), ws("badin-ws");
+  ws.write("keep.txt", "keep");
+  std::vector<std::string> args;
+  for (std::string a : GetParam().args) {
+    if (auto at = a.find("@MISSING"); at != std::string::npos) a.replace(at, 8, cwd / "missing");
+    if (auto at = a.find("@WS"); at != std::string::npos) a.replace(at, 3, ws.path());
+    args.push_back(a);
+  }
+  RunOptions o;
+  o.cwd = cwd.path();
+  o.env_extra = {"TMPDIR=" + tmp.path()};
+  RunResult r = run(corralArgv(args, {"/bin/sh", "-c", "echo ran"}, false), o);
+  EXPECT_TRUE(refusedBeforeRun(r)) << GetParam().name;
+  EXPECT_TRUE(cwd.entries().empty()) << "files created in the cwd";
+  EXPECT_TRUE(tmp.entries().empty()) << "files left in TMPDIR";
+  EXPECT_EQ(ws.entries(), std::vector<std::string>{"keep.txt"}) << "the workspace changed";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    , ExecBadInput,
+    ::testing::Values(
+        BadCase{"unknown_option", {"--bogus"}}, BadCase{"workspace_missing_dir", {"--workspace", "@MISSING"}},
+        BadCase{"workspace_no_value", {"--workspace"}}, BadCase{"workspace_twice", {"--workspace", "@WS", "--workspace", "@WS"}},
+        BadCase{"output_dotdot", {"--workspace", "@WS", "--output", "../x"}},
+        BadCase{"output_absolute", {"--workspace", "@WS", "--output", "/etc/passwd"}},
+        BadCase{"output_control_char", {"--workspace", "@WS", "--output", "a\nb"}},
+        BadCase{"net_bogus", {"--net", "bogus"}}, BadCase{"env_no_equals", {"--env", "NOEQUALS"}},
+        BadCase{"env_empty_name", {"--env", "=value"}}, BadCase{"memory_junk", {"--memory", "12Q"}},
+        BadCase{"memory_zero", {"--memory", "0"}}, BadCase{"memory_negative", {"--memory", "-1M"}},
+        BadCase{"memory_twice", {"--memory", "64M", "--memory", "32M"}}, BadCase{"pids_zero", {"--pids", "0"}},
+        BadCase{"pids_junk", {"--pids", "many"}}, BadCase{"pids_huge", {"--pids", "99999999999999"}},
+        BadCase{"timeout_junk", {"--timeout", "soon"}}, BadCase{"timeout_zero", {"--timeout", "0"}},
+        BadCase{"timeout_negative", {"--timeout", "-5s"}}, BadCase{"cpu_time_junk", {"--cpu-time", "1y"}},
+        BadCase{"file_size_junk", {"--file-size", "lots"}}, BadCase{"tmp_size_junk", {"--tmp-size", "1Q"}},
+        BadCase{"workspace_size_zero", {"--workspace-size", "0"}}, BadCase{"open_files_zero", {"--open-files", "0"}},
+        BadCase{"open_files_junk", {"--open-files", "x"}}, BadCase{"ro_bind_relative", {"--ro-bind", "relative/path"}},
+        BadCase{"ro_bind_missing", {"--ro-bind", "@MISSING:/opt/x"}}, BadCase{"ro_bind_proc", {"--ro-bind", "/usr/share:/proc/x"}},
+        BadCase{"ro_bind_dev", {"--ro-bind", "/usr/share:/dev/x"}}, BadCase{"ro_bind_etc", {"--ro-bind", "/usr/share:/etc/x"}},
+        BadCase{"ro_bind_usr", {"--ro-bind", "/usr/share:/usr/x"}}, BadCase{"ro_bind_lib", {"--ro-bind", "/usr/share:/lib/x"}},
+        BadCase{"ro_bind_bin", {"--ro-bind", "/usr/share:/bin/x"}}, BadCase{"ro_bind_sbin", {"--ro-bind", "/usr/share:/sbin/x"}},
+        BadCase{"ro_bind_workspace", {"--ro-bind", "/usr/share:/workspace/x"}},
+        BadCase{"ro_bind_tmp", {"--ro-bind", "/usr/share:/tmp/x"}},
+        BadCase{"ro_bind_dotdot", {"--ro-bind", "/usr/share:/opt/../etc"}},
+        BadCase{"ro_bind_root", {"--ro-bind", "/usr/share:/"}},
+        BadCase{"ro_bind_relative_target", {"--ro-bind", "/usr/share:opt/x"}},
+        BadCase{"allow_weaker_bogus", {"--allow-weaker", "everything"}}, BadCase{"report_no_value", {"--report"}},
+        BadCase{"report_missing_dir", {"--report", "@MISSING/report.json"}}, BadCase{"json_with_value", {"--json=yes"}},
+        BadCase{"output_twice", {"--workspace", "@WS", "--output", "a", "--output", "a"}},
+        BadCase{"env_bad_name", {"--env", "A B=c"}}, BadCase{"net_proxy_unavailable", {"--net", "proxy"}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ExecBadInputCommand, MissingCommandIsRefused) {
+  TempDir cwd("badin-cwd");
+  RunOptions o;
+  o.cwd = cwd.path();
+  RunResult r = run({corralBin(), "exec", "--"}, o);
+  EXPECT_TRUE(refusedBeforeRun(r));
+  EXPECT_TRUE(cwd.entries().empty());
+}
+
+// Control: the same options with good values run, so the refusals above are about the values.
+TEST(ExecBadInputCommand, ControlEveryOptionWithGoodValuesRuns) {
+  TempDir ws("goodin-ws"), dir("goodin-report");
+  std::vector<std::string> opts{"--workspace", ws.path(), "--output", "o.txt", "--net", "none", "--env", "A=b",
+                                "--pids", "64", "--timeout", "10s", "--cpu-time", "5s", "--file-size", "1M",
+                                "--tmp-size", "8M", "--workspace-size", "8M", "--open-files", "64",
+                                "--ro-bind", "/usr/share:/opt/share", "--report", dir / "r.json", "--memory", "256M"};
+  if (rootlessMode()) opts.insert(opts.end(), {"--allow-weaker", "memory"});
+  RunResult r = run(corralArgv(opts, {"/bin/sh", "-c", "echo $A > o.txt; test -d /opt/share && echo ran"}, false));
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "ran\n") << r.describe();
+  EXPECT_EQ(ws.read("o.txt"), "b\n");
+  EXPECT_TRUE(dir.exists("r.json"));
+}
+
+}  // namespace
+}  // namespace corral::testing

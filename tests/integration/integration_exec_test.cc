@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// End-to-end: exit-status and signal propagation, and the --json / --report report.
+#include <signal.h>
+
+#include "harness.h"
+
+namespace corral::testing {
+namespace {
+
+struct StatusCase {
+  const char* name;
+  std::vector<std::string> command;
+  int exit_code;
+  int command_status;  // -1: null
+  int signal;          // -1: null
+  const char* killed_by;
+};
+
+void PrintTo(const StatusCase& c, std::ostream* os) { *os << c.name; }
+
+class ExecStatus : public ::testing::TestWithParam<StatusCase> {};
+
+TEST_P(ExecStatus, PropagatesTheCommandsStatus) {
+  const StatusCase& c = GetParam();
+  RunResult r = runCorral({}, c.command);
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.describe();
+  EXPECT_EQ(r.reportInt("exit_code"), c.exit_code) << r.describe();
+  EXPECT_EQ(r.reportInt("command_status"), c.command_status) << r.describe();
+  EXPECT_EQ(r.reportInt("signal"), c.signal) << r.describe();
+  EXPECT_EQ(r.reportStr("killed_by"), c.killed_by) << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    , ExecStatus,
+    ::testing::Values(StatusCase{"true", {"true"}, 0, 0, -1, "none"}, StatusCase{"false", {"false"}, 1, 1, -1, "none"},
+                      StatusCase{"exit3", {"sh", "-c", "exit 3"}, 3, 3, -1, "none"},
+                      StatusCase{"exit255", {"sh", "-c", "exit 255"}, 255, 255, -1, "none"},
+                      StatusCase{"sigterm", {"sh", "-c", "kill -TERM $$"}, 128 + SIGTERM, -1, SIGTERM, "signal"},
+                      StatusCase{"sigkill", {"sh", "-c", "kill -KILL $$"}, 128 + SIGKILL, -1, SIGKILL, "signal"},
+                      StatusCase{"sigsegv", {"sh", "-c", "kill -SEGV $$"}, 128 + SIGSEGV, -1, SIGSEGV, "signal"},
+                      StatusCase{"not_found", {"/no/such/command"}, 127, 127, -1, "none"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// --- the report ---
+
+TEST(ExecReport, JsonReportHasEveryContractKey) {
+  RunResult r = runCorral({}, {"sh", "-c", "echo out; exit 4"});
+  ASSERT_TRUE(r.report) << "no JSON object on the last stderr line" << r.describe();
+  const auto& j = *r.report;
+  for (const char* key : {"version", "exit_code", "command_status", "signal", "killed_by", "wall_ms", "cpu_user_ms",
+                          "cpu_sys_ms", "peak_memory_bytes", "cgroup", "landlock_abi", "limits", "outputs"})
+    EXPECT_TRUE(j.contains(key)) << "report lacks " << key << r.describe();
+  EXPECT_EQ(j.value("exit_code", -1), 4);
+  EXPECT_EQ(j.value("command_status", -1), 4);
+  EXPECT_TRUE(j["signal"].is_null());
+  EXPECT_TRUE(j["wall_ms"].is_number() && j["wall_ms"].get<double>() >= 0);
+  EXPECT_TRUE(j["cpu_user_ms"].is_number() && j["cpu_sys_ms"].is_number());
+  EXPECT_TRUE(j["peak_memory_bytes"].is_number() || j["peak_memory_bytes"].is_null());
+  std::string cg = j.value("cgroup", "");
+  EXPECT_TRUE(cg == "v1" || cg == "v2" || cg == "none") << cg;
+  EXPECT_TRUE(j["landlock_abi"].is_number_integer());
+  EXPECT_TRUE(j["outputs"].is_array());
+  ASSERT_TRUE(j["limits"].is_object());
+  for (const char* limit : {"memory", "pids", "cpu-time", "timeout", "file-size", "open-files", "tmp-size", "workspace-size"}) {
+    ASSERT_TRUE(j["limits"].contains(limit)) << limit << r.describe();
+    EXPECT_TRUE(j["limits"][limit].contains("value")) << limit;
+    EXPECT_TRUE(j["limits"][limit]["mechanism"].is_string()) << limit;
+  }
+  EXPECT_EQ(r.out, "out\n");
+}
+
+TEST(ExecReport, ReportReflectsTheRequestedLimits) {
+  RunResult r = runCorral({"--pids", "77", "--open-files", "99", "--file-size", "3M", "--tmp-size", "5M",
+                           "--workspace-size", "6M", "--timeout", "9s", "--cpu-time", "4s"},
+                          {"true"});
+  ASSERT_TRUE(r.report) << r.describe();
+  const auto& l = (*r.report)["limits"];
+  EXPECT_EQ(l["pids"].value("value", 0ULL), 77u);
+  EXPECT_EQ(l["open-files"].value("value", 0ULL), 99u);
+  EXPECT_EQ(l["file-size"].value("value", 0ULL), 3ULL << 20);
+  EXPECT_EQ(l["tmp-size"].value("value", 0ULL), 5ULL << 20);
+  EXPECT_EQ(l["workspace-size"].value("value", 0ULL), 6ULL << 20);
+  EXPECT_EQ(l["timeout"].value("value", 0ULL), 9000u);
+  EXPECT_EQ(l["cpu-time"].value("value", 0ULL), 4000u) << r.describe();
+}
+
+TEST(ExecReport, ReportFileEqualsTheStderrReport) {
+  TempDir dir("report");
+  std::string file = dir / "report.json";
+  RunResult r = runCorral({"--report", file}, {"sh", "-c", "exit 2"});
+  ASSERT_TRUE(r.report) << r.describe();
+  auto from_file = nlohmann::json::parse(dir.read("report.json"), nullptr, false);
+  ASSERT_FALSE(from_file.is_discarded()) << "report file is not JSON: " << dir.read("report.json");
+  // Timings are the same run's, so the two objects must match exactly.
+  EXPECT_EQ(from_file, *r.report);
+  EXPECT_EQ(from_file.value("exit_code", -1), 2);
+}
+
+TEST(ExecReport, RefusedRunReportsTheError) {
+  TempDir dir("report");
+  RunResult r = runCorral({"--report", dir / "report.json", "--workspace", dir / "does-not-exist"}, {"true"});
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  auto j = nlohmann::json::parse(dir.read("report.json"), nullptr, false);
+  if (j.is_discarded()) GTEST_SKIP() << "no report is written for a run refused at setup";
+  EXPECT_EQ(j.value("exit_code", -1), 125);
+  EXPECT_TRUE(j.contains("error") && j["error"].is_string() && !j["error"].get<std::string>().empty()) << j.dump();
+}
+
+TEST(ExecReport, WithoutJsonStderrHoldsOnlyTheCommandsOutput) {
+  RunResult r = run(corralArgv({}, {"sh", "-c", "echo err >&2"}, false));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "err\n") << r.describe();
+}
+
+}  // namespace
+}  // namespace corral::testing

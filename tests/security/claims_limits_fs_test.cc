@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// Claims limits.file-size, limits.open-files, limits.tmpfs-size, limits.fail-closed.
+#include <signal.h>
+
+#include "harness.h"
+
+namespace corral::testing {
+namespace {
+
+// --- limits.file-size ---
+
+TEST(LimitsFileSize, WritingPastTheCapRaisesSigxfsz) {
+  for (const char* path : {"/workspace/big", "/tmp/big"}) {
+    RunResult r = runProbe({"--file-size", "64K"}, {"write-big", path, "1M"});
+    EXPECT_EQ(r.exit_code, 128 + SIGXFSZ) << claim("limits.file-size", std::string(path) + " grew past 64K") << r.describe();
+    EXPECT_EQ(r.reportInt("signal"), SIGXFSZ) << r.describe();
+  }
+}
+
+TEST(LimitsFileSize, WritingPastTheCapFailsWithEfbigWhenSigxfszIsIgnored) {
+  RunResult r = runProbe({"--file-size", "64K"}, {"write-big", "/workspace/big", "1M", "ignore-xfsz"});
+  EXPECT_TRUE(probeRefused(r, {"EFBIG"})) << claim("limits.file-size", "write past 64K did not fail with EFBIG");
+  EXPECT_EQ(r.probe().num("bytes"), 64 << 10) << r.describe();
+}
+
+TEST(LimitsFileSize, ControlWriteUnderTheCapSucceeds) {
+  EXPECT_TRUE(probeDid(runProbe({"--file-size", "4M"}, {"write-big", "/workspace/big", "1M"})));
+}
+
+// --- limits.open-files ---
+
+TEST(LimitsOpenFiles, DefaultCapIs1024AndCannotBeRaised) {
+  RunResult r = runProbe({}, {"open-many", "5000"});
+  EXPECT_TRUE(probeRefused(r, {"EMFILE"})) << claim("limits.open-files", "5000 opens succeeded by default");
+  EXPECT_EQ(r.probe().num("count"), 1024 - 3) << r.describe();
+  RunResult lim = runProbe({}, {"rlimits"});
+  EXPECT_EQ(lim.probe().get("nofile"), "1024/1024") << claim("limits.open-files", "hard limit lets the command raise it") << lim.describe();
+}
+
+TEST(LimitsOpenFiles, ExplicitCapIsApplied) {
+  RunResult r = runProbe({"--open-files", "64"}, {"open-many", "5000"});
+  EXPECT_TRUE(probeRefused(r, {"EMFILE"}));
+  EXPECT_EQ(r.probe().num("count"), 64 - 3) << claim("limits.open-files", "--open-files 64 not applied") << r.describe();
+}
+
+TEST(LimitsOpenFiles, ControlGenerousCapAllowsMore) {
+  RunResult r = runProbe({"--open-files", "4096"}, {"open-many", "2000"});
+  EXPECT_TRUE(probeDid(r));
+}
+
+// --- limits.tmpfs-size ---
+
+struct FillCase {
+  const char* flag;
+  const char* path;
+};
+const FillCase kFills[] = {{"--tmp-size", "/tmp/fill"}, {"--tmp-size", "/dev/shm/fill"}, {"--workspace-size", "/workspace/fill"}};
+
+TEST(LimitsTmpfsSize, FillingPastTheCapGivesEnospc) {
+  for (const auto& f : kFills) {
+    RunResult r = runProbe({f.flag, "1M"}, {"write-big", f.path, "8M"});
+    EXPECT_TRUE(probeRefused(r, {"ENOSPC"})) << claim("limits.tmpfs-size", std::string(f.path) + " took 8M under " + f.flag + " 1M");
+    EXPECT_LE(r.probe().num("bytes"), 1 << 20) << r.describe();
+  }
+}
+
+TEST(LimitsTmpfsSize, WorkspaceLargerThanTheCapIsRefusedAtStaging) {
+  TempDir ws("ws");
+  ws.write("big", std::string(2 << 20, 'x'));
+  RunResult r = runProbe({"--workspace", ws.path(), "--workspace-size", "1M"}, {"exit", "0"});
+  EXPECT_EQ(r.exit_code, 125) << claim("limits.tmpfs-size", "a 2M workspace was staged into 1M") << r.describe();
+  EXPECT_TRUE(r.out.empty()) << "the command ran" << r.describe();
+}
+
+TEST(LimitsTmpfsSize, ControlFillUnderTheCapSucceeds) {
+  for (const auto& f : kFills) EXPECT_TRUE(probeDid(runProbe({f.flag, "8M"}, {"write-big", f.path, "1M"}))) << f.path;
+}
+
+// --- limits.fail-closed ---
+
+// A memory cap needs a cgroup, which only root can write on this host: run corral as nobody
+// (dropping to it when the test runs as root). The pids cap has a full rootless mechanism
+// (RLIMIT_NPROC per user namespace), so it is not a case here.
+RunOptions asNobody() {
+  RunOptions o;
+  if (isRoot()) o.as_user = kNobody;
+  return o;
+}
+
+struct WeakCase {
+  std::vector<std::string> opts;
+  const char* limit;
+};
+const WeakCase kWeak[] = {{{"--memory", "64M"}, "memory"}};
+
+TEST(LimitsFailClosed, UnenforceableLimitRefusesTheRun) {
+  if (!isRoot() && getuid() != kNobody) GTEST_SKIP() << "runs as root or nobody only";
+  for (const auto& w : kWeak) {
+    RunResult r = run(probeArgv(w.opts, {"exit", "0"}), asNobody());
+    // probeArgv adds --json; a refusal may still end with its report line.
+    EXPECT_EQ(r.exit_code, 125) << claim("limits.fail-closed", std::string(w.limit) + " cap silently weakened") << r.describe();
+    auto lines = r.stderrLines();
+    ASSERT_EQ(lines.size(), 1u) << r.describe();
+    EXPECT_EQ(lines[0].rfind("corral: ", 0), 0u) << r.describe();
+    EXPECT_TRUE(r.out.empty()) << "the command ran" << r.describe();
+  }
+}
+
+TEST(LimitsFailClosed, ControlAllowWeakerRunsAndReportsTheMechanism) {
+  if (!isRoot() && getuid() != kNobody) GTEST_SKIP() << "runs as root or nobody only";
+  for (const auto& w : kWeak) {
+    std::vector<std::string> opts = w.opts;
+    opts.insert(opts.end(), {"--allow-weaker", w.limit});
+    RunResult r = run(probeArgv(opts, {"exit", "0"}), asNobody());
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    ASSERT_TRUE(r.report) << r.describe();
+    std::string mech = (*r.report)["limits"][w.limit].value("mechanism", "");
+    EXPECT_EQ(mech.rfind("cgroup", 0), std::string::npos) << "rootless cannot use cgroups here" << r.describe();
+  }
+}
+
+}  // namespace
+}  // namespace corral::testing

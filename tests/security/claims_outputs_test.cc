@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// Claims outputs.no-link-follow and outputs.path-contained: copy-back of declared outputs.
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "harness.h"
+
+namespace corral::testing {
+namespace {
+
+RunResult runShell(const TempDir& ws, std::vector<std::string> opts, const std::string& script) {
+  opts.insert(opts.begin(), {"--workspace", ws.path()});
+  return runCorral(opts, {"/bin/sh", "-c", script});
+}
+
+// The report's entry for one declared output, or null.
+nlohmann::json outputEntry(const RunResult& r, const std::string& path) {
+  if (!r.report || !r.report->contains("outputs")) return nullptr;
+  for (const auto& o : (*r.report)["outputs"])
+    if (o.value("path", "") == path) return o;
+  return nullptr;
+}
+
+struct LinkCase {
+  const char* name;
+  const char* output;  // the declared output
+  const char* script;  // run in /workspace; leaves something other than a plain file there
+};
+
+const LinkCase kRefusedCases[] = {
+    {"symlink to /etc/passwd", "out", "ln -s /etc/passwd out"},
+    {"symlink to a workspace file", "out", "echo data > a && ln -s a out"},
+    {"symlink to a host path", "out", "ln -s OUTSIDE/victim out"},
+    {"hard link", "out", "echo data > a && ln a out"},
+    {"fifo", "out", "mkfifo out"},
+    {"directory", "out", "mkdir out && echo data > out/f"},
+    {"file under a symlinked directory", "d/out", "ln -s /tmp d && echo data > /tmp/out"},
+};
+// Devices: mknod is refused inside (fs.dev-minimal), so no device can be planted to test.
+
+TEST(OutputsNoLinkFollow, NonRegularOutputsAreRefusedAndHostUntouched) {
+  const std::string passwd_before = readHostFile("/etc/passwd");
+  for (const auto& c : kRefusedCases) {
+    SCOPED_TRACE(c.name);
+    TempDir ws("ws"), outside("outside");
+    outside.write("victim", "host-secret");
+    std::string script = c.script;
+    if (auto at = script.find("OUTSIDE"); at != std::string::npos) script.replace(at, 7, outside.path());
+    RunResult r = runShell(ws, {"--output", c.output}, script);
+    auto entry = outputEntry(r, c.output);
+    EXPECT_EQ(r.exit_code, 125) << claim("outputs.no-link-follow", std::string(c.name) + ": run not failed") << r.describe();
+    EXPECT_EQ(entry.value("status", ""), "refused") << claim("outputs.no-link-follow", std::string(c.name) + " not refused") << r.describe();
+    EXPECT_FALSE(entry.value("reason", "").empty()) << "a refusal must say why" << r.describe();
+    EXPECT_FALSE(ws.exists(c.output)) << claim("outputs.no-link-follow", std::string(c.name) + " copied to the host");
+    EXPECT_EQ(outside.read("victim"), "host-secret");
+  }
+  EXPECT_EQ(readHostFile("/etc/passwd"), passwd_before) << claim("outputs.no-link-follow", "host /etc/passwd changed");
+}
+
+TEST(OutputsNoLinkFollow, MissingOutputIsReportedMissing) {
+  TempDir ws("ws");
+  RunResult r = runShell(ws, {"--output", "out"}, "true");
+  EXPECT_EQ(outputEntry(r, "out").value("status", ""), "missing") << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << "a missing output is not a refusal" << r.describe();
+  EXPECT_FALSE(ws.exists("out"));
+}
+
+TEST(OutputsNoLinkFollow, ControlRegularFileIsCopied) {
+  TempDir ws("ws");
+  RunResult r = runShell(ws, {"--output", "out"}, "echo data > out");
+  auto entry = outputEntry(r, "out");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(entry.value("status", ""), "copied") << r.describe();
+  EXPECT_EQ(entry.value("bytes", -1), 5) << r.describe();
+  EXPECT_EQ(ws.read("out"), "data\n");
+}
+
+// An output the command made setuid (or world-writable) must not land on the host that way:
+// as root, corral writes it as a root-owned file.
+TEST(OutputsNoLinkFollow, CopiedOutputCarriesNoSetuidOrWorldWritableBits) {
+  TempDir ws("ws");
+  RunResult r = runShell(ws, {"--output", "out"}, "cp /bin/true out && chmod 6777 out");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  struct stat st;
+  ASSERT_EQ(lstat((ws / "out").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 06002, 0u) << claim("outputs.no-link-follow", "copied output kept setuid/setgid/o+w bits: mode ")
+                                    << std::oct << (st.st_mode & 07777);
+}
+
+// The host side of copy-back: a pre-existing symlink (or symlinked parent directory) in the
+// host workspace must not redirect the write to a file outside it.
+TEST(OutputsNoLinkFollow, HostSymlinkAtTheDestinationIsNotFollowed) {
+  TempDir ws("ws"), outside("outside");
+  outside.write("victim", "host-secret");
+  std::filesystem::create_symlink(outside / "victim", ws / "out");
+  RunResult r = runShell(ws, {"--output", "out"}, "rm -f out && echo pwned > out");
+  EXPECT_EQ(outside.read("victim"), "host-secret") << claim("outputs.no-link-follow", "copy-back wrote through a host symlink") << r.describe();
+}
+
+TEST(OutputsNoLinkFollow, HostSymlinkedParentDirectoryIsNotFollowed) {
+  TempDir ws("ws"), outside("outside");
+  std::filesystem::create_directory_symlink(outside.path(), ws / "d");
+  RunResult r = runShell(ws, {"--output", "d/x"}, "rm -f d && mkdir d && echo pwned > d/x");
+  EXPECT_FALSE(outside.exists("x")) << claim("outputs.no-link-follow", "copy-back wrote through a host directory symlink") << r.describe();
+}
+
+// A process that keeps swapping the output for a symlink while the command exits: copy-back
+// runs only after every sandbox process is dead, so the swap can never win.
+TEST(OutputsNoLinkFollow, RacingSwapperCannotRedirectCopyBack) {
+  const std::string passwd = readHostFile("/etc/passwd");
+  TempDir ws("ws");
+  RunResult r = runShell(ws, {"--output", "out"},
+                         "echo data > out; (while :; do ln -sf /etc/passwd l; mv -f l out; echo data > n; mv -f n out; "
+                         "done) >/dev/null 2>&1 & i=0; while [ $i -lt 300 ]; do i=$((i+1)); done");
+  struct stat st;
+  if (lstat((ws / "out").c_str(), &st) == 0) {
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << claim("outputs.no-link-follow", "a non-regular file was copied back") << r.describe();
+    EXPECT_NE(ws.read("out"), passwd) << claim("outputs.no-link-follow", "host /etc/passwd copied out") << r.describe();
+  }
+  EXPECT_EQ(readHostFile("/etc/passwd"), passwd);
+}
+
+// --- outputs.path-contained ---
+
+TEST(OutputsPathContained, EscapingOutputPathsAreRefusedAtParse) {
+  // NUL cannot be passed in argv at all; a manifest path with NUL is the manifest parser's test.
+  for (const char* bad : {"../x", "a/../../x", "a/../b", "..", "./../x", "/etc/passwd", "/tmp/x", "a//../../x"}) {
+    SCOPED_TRACE(bad);
+    TempDir ws("ws");
+    RunResult r = run(corralArgv({"--workspace", ws.path(), "--output", bad}, {"/bin/sh", "-c", "echo ran; echo x > x"}, false));
+    EXPECT_TRUE(refusedBeforeRun(r)) << claim("outputs.path-contained", std::string("--output ") + bad + " accepted");
+    EXPECT_TRUE(ws.entries().empty()) << "the refused run created files";
+  }
+}
+
+TEST(OutputsPathContained, ControlPlainRelativePathIsAccepted) {
+  TempDir ws("ws");
+  RunResult r = runShell(ws, {"--output", "sub/ok.txt"}, "mkdir sub && echo ok > sub/ok.txt");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(ws.read("sub/ok.txt"), "ok\n");
+}
+
+}  // namespace
+}  // namespace corral::testing

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// Claims userns.*: non-root uid, no capabilities, no_new_privs, no nested namespaces.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "harness.h"
+
+namespace corral::testing {
+namespace {
+
+constexpr char kZeroCaps[] = "0000000000000000";
+
+// "inside:outside:count;" entries of a probe uid_map/gid_map field.
+struct IdRange {
+  unsigned long inside, outside, count;
+};
+std::vector<IdRange> parseMap(const std::string& field) {
+  std::vector<IdRange> out;
+  std::istringstream in(field);
+  for (std::string entry; std::getline(in, entry, ';');) {
+    IdRange r{};
+    if (std::sscanf(entry.c_str(), "%lu:%lu:%lu", &r.inside, &r.outside, &r.count) == 3) out.push_back(r);
+  }
+  return out;
+}
+
+TEST(UsernsUnprivilegedUid, CommandRunsAsUid1000AndNeverAsHostRoot) {
+  RunResult r = runProbe({}, {"ids"});
+  ASSERT_TRUE(probeDid(r));
+  ProbeLine p = r.probe();
+  for (const char* key : {"uid", "euid", "suid", "gid", "egid", "sgid"})
+    EXPECT_EQ(p.num(key), 1000) << claim("userns.unprivileged-uid", std::string(key) + " inside is not 1000") << r.describe();
+  for (const char* key : {"uid_map", "gid_map"}) {
+    auto ranges = parseMap(p.get(key));
+    ASSERT_FALSE(ranges.empty()) << key << " unreadable inside" << r.describe();
+    for (const auto& range : ranges) {
+      EXPECT_NE(range.outside, 0u)
+          << claim("userns.unprivileged-uid", std::string(key) + " maps onto host id 0") << r.describe();
+      if (range.inside == 1000 && rootlessMode() && std::string(key) == "uid_map") {
+        EXPECT_EQ(range.outside, getuid()) << "rootless: the caller's uid should map to 1000" << r.describe();
+      }
+    }
+  }
+}
+
+TEST(UsernsUnprivilegedUid, ControlProbeSeesUidZeroWhenItIsRoot) {
+  RunResult r = runHostProbe({"as-userns-root", "ids"});
+  ASSERT_TRUE(probeDid(r));
+  EXPECT_EQ(r.probe().num("euid"), 0) << "the ids op cannot see root, so the test above proves nothing" << r.describe();
+}
+
+TEST(UsernsUnprivilegedUid, SandboxProcessesHaveANonRootHostUid) {
+  std::string marker = uniqueName("uid-marker");
+  RunOptions o;
+  o.stdin_pipe = true;
+  Process corral = Process::start(probeArgv({}, {"await", marker}), o);
+  auto ready = corral.readLine(std::chrono::seconds(30));
+  ASSERT_TRUE(ready && parseProbeLine(*ready).word("ready")) << "probe never became ready" << corral.wait().describe();
+  auto pids = probeProcessesWithMarker(marker);
+  ASSERT_FALSE(pids.empty()) << "control: the host scan must find the running sandbox process";
+  for (pid_t pid : pids)
+    EXPECT_NE(hostUidOf(pid), 0u) << claim("userns.unprivileged-uid", "sandbox pid " + std::to_string(pid) + " runs as host uid 0");
+  corral.closeStdin();
+  EXPECT_EQ(corral.wait().exit_code, 0);
+}
+
+TEST(UsernsUnprivilegedUid, CorePatternIsNotWritable) {
+  RunResult r = runProbe({}, {"open-wronly", "/proc/sys/kernel/core_pattern"});
+  EXPECT_TRUE(probeRefused(r)) << claim("userns.unprivileged-uid", "core_pattern opened for write inside");
+}
+
+TEST(UsernsUnprivilegedUid, RootControlCorePatternOpensForWriteOnHost) {
+  CORRAL_REQUIRE_ROOT("only host root can open core_pattern for write");
+  EXPECT_TRUE(probeDid(runHostProbe({"open-wronly", "/proc/sys/kernel/core_pattern"})));
+}
+
+TEST(UsernsNoCapabilities, EveryCapabilitySetIsEmpty) {
+  RunResult r = runProbe({}, {"caps"});
+  ASSERT_TRUE(probeDid(r));
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_EQ(r.probe().get(set), kZeroCaps) << claim("userns.no-capabilities", std::string(set) + " is not empty") << r.describe();
+}
+
+TEST(UsernsNoCapabilities, ControlUsernsRootHasCapabilities) {
+  RunResult r = runHostProbe({"as-userns-root", "caps"});
+  ASSERT_TRUE(probeDid(r));
+  EXPECT_NE(r.probe().get("CapEff"), kZeroCaps) << "the caps op reads no capabilities even where they exist" << r.describe();
+}
+
+TEST(UsernsNoNewPrivs, NoNewPrivsIsSet) {
+  RunResult r = runProbe({}, {"caps"});
+  ASSERT_TRUE(probeDid(r));
+  EXPECT_EQ(r.probe().get("NoNewPrivs"), "1") << claim("userns.no-new-privs", "NoNewPrivs is not 1") << r.describe();
+}
+
+TEST(UsernsNoNewPrivs, ControlNoNewPrivsIsClearOnTheHost) {
+  RunResult r = runHostProbe({"caps"});
+  ASSERT_TRUE(probeDid(r));
+  if (r.probe().get("NoNewPrivs") == "1") GTEST_SKIP() << "the test runner itself has no_new_privs set";
+  EXPECT_EQ(r.probe().get("NoNewPrivs"), "0") << r.describe();
+}
+
+// A root-owned setuid+setgid copy of the probe: `ids` shows whether exec elevated.
+std::unique_ptr<TempDir> makeSetuidProbe() {
+  auto dir = std::make_unique<TempDir>("suid");
+  std::filesystem::copy_file(probeHostPath(), *dir / "corral-probe");
+  std::string p = *dir / "corral-probe";
+  if (chown(p.c_str(), 0, 0) != 0 || chmod(p.c_str(), 06755) != 0) return nullptr;
+  return dir;
+}
+
+TEST(UsernsNoNewPrivs, RootSetuidBinaryDoesNotElevateInside) {
+  CORRAL_REQUIRE_ROOT("only root can make a setuid-root binary to try");
+  auto dir = makeSetuidProbe();
+  ASSERT_TRUE(dir);
+  RunResult r = runCorral({"--ro-bind", dir->path() + ":/opt/suid"}, {"/opt/suid/corral-probe", "ids"});
+  ASSERT_TRUE(probeDid(r));
+  EXPECT_EQ(r.probe().num("euid"), 1000) << claim("userns.no-new-privs", "setuid binary changed euid") << r.describe();
+  EXPECT_EQ(r.probe().num("egid"), 1000) << claim("userns.no-new-privs", "setgid binary changed egid") << r.describe();
+}
+
+TEST(UsernsNoNewPrivs, RootControlSetuidBinaryElevatesNobodyOnHost) {
+  CORRAL_REQUIRE_ROOT("only root can make a setuid-root binary to try");
+  auto dir = makeSetuidProbe();
+  ASSERT_TRUE(dir);
+  RunOptions o;
+  o.as_user = kNobody;
+  RunResult r = run({*dir / "corral-probe", "ids"}, o);
+  ASSERT_TRUE(probeDid(r));
+  if (r.probe().num("euid") != 0) GTEST_SKIP() << "TMPDIR is mounted nosuid: the control cannot elevate" << r.describe();
+  EXPECT_EQ(r.probe().num("uid"), kNobody);
+}
+
+// Every namespace kind, by unshare(2) and by clone(2).
+using NsCase = std::tuple<std::string, std::string>;
+class UsernsNoNestedUserns : public ::testing::TestWithParam<NsCase> {};
+
+TEST_P(UsernsNoNestedUserns, CreatingANamespaceIsRefused) {
+  auto [how, ns] = GetParam();
+  RunResult r = runProbe({}, {how, ns});
+  EXPECT_TRUE(probeRefused(r)) << claim("userns.no-nested-userns", how + " of a " + ns + " namespace succeeded inside");
+}
+
+TEST_P(UsernsNoNestedUserns, ControlUsernsRootCanCreateIt) {
+  auto [how, ns] = GetParam();
+  EXPECT_TRUE(probeDid(runHostProbe({"as-userns-root", how, ns})))
+      << "the probe cannot create a " << ns << " namespace even where it is allowed";
+}
+
+INSTANTIATE_TEST_SUITE_P(, UsernsNoNestedUserns,
+                         ::testing::Combine(::testing::Values("unshare", "clone-ns"),
+                                            ::testing::Values("user", "mnt", "net", "pid", "ipc", "uts", "cgroup", "time")),
+                         [](const auto& info) {
+                           std::string how = std::get<0>(info.param) == "unshare" ? "unshare" : "clone";
+                           return how + "_" + std::get<1>(info.param);
+                         });
+
+}  // namespace
+}  // namespace corral::testing
