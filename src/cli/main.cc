@@ -9,6 +9,8 @@
 #include "cli/claims.h"
 #include "cli/doctor.h"
 #include "cli/exec.h"
+#include "cli/keygen.h"
+#include "cli/verify.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -20,7 +22,10 @@ constexpr const char* kUsage =
     "commands:\n"
     "  exec [options] -- CMD [ARGS...]   run one command in a fresh sandbox (corral exec --help)\n"
     "  doctor [--json]                   report host facilities and which mechanism each limit uses\n"
-    "  claims [--build DIR]              run the claim ledger's tests and render SECURITY.md\n"
+    "  claims [--build DIR] [--render F] run the claim ledger's tests (and render SECURITY.md)\n"
+    "  verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
+    "                                    check a workspace's .corral audit record\n"
+    "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
     "  version                           print the version\n";
 
 }  // namespace
@@ -36,6 +41,8 @@ int main(int argc, char** argv) {
   if (cmd == "exec") return execMain(rest);
   if (cmd == "doctor") return doctorMain(rest);
   if (cmd == "claims") return claimsMain(argc - 1, argv + 1);
+  if (cmd == "verify") return verifyMain(rest);
+  if (cmd == "keygen") return keygenMain(rest);
   if (cmd == "version" || cmd == "--version") {
     std::puts("corral 0.1.0");
     return 0;

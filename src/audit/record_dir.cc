@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// The record directory and bounded, link-refusing reads from it.
+#include "audit/record_dir.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace corral::audit {
+
+Result<UniqueFd> openRecordDir(const std::string& workspace, bool create) {
+  int ws = ::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (ws < 0) return sysError("open workspace " + workspace);
+  UniqueFd ws_fd(ws);
+  const std::string name(kRecordDirName);
+  if (create && ::mkdirat(ws_fd.get(), name.c_str(), 0755) != 0 && errno != EEXIST)
+    return sysError("mkdir " + name);
+  // O_NOFOLLOW: a .corral symlink planted in the workspace must not redirect the record.
+  int fd = ::openat(ws_fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOTDIR || errno == ELOOP)
+      return Error(Errc::kRefused, name + " is not a directory (a symlink or file?)");
+    return sysError("open " + name);
+  }
+  return UniqueFd(fd);
+}
+
+Result<std::string> readRecordFile(const UniqueFd& dir, std::string_view name, size_t max_bytes) {
+  const std::string n(name);
+  int raw = ::openat(dir.get(), n.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (raw < 0) {
+    if (errno == ELOOP) return Error(Errc::kRefused, n + " is a symlink");
+    return sysError("open " + n);
+  }
+  UniqueFd fd(raw);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sysError("stat " + n);
+  if (!S_ISREG(st.st_mode)) return Error(Errc::kRefused, n + " is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    return Error(Errc::kLimit, n + " is " + std::to_string(st.st_size) + " bytes (limit " +
+                                   std::to_string(max_bytes) + ")");
+  std::string out;
+  out.resize(static_cast<size_t>(st.st_size) + 1);  // +1 notices a file that grew meanwhile
+  size_t have = 0;
+  while (have < out.size()) {
+    ssize_t r = ::read(fd.get(), out.data() + have, out.size() - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return sysError("read " + n);
+    if (r == 0) break;
+    have += static_cast<size_t>(r);
+  }
+  if (have > max_bytes) return Error(Errc::kLimit, n + " grew past its limit while being read");
+  out.resize(have);
+  return out;
+}
+
+Result<void> writeAll(int fd, std::string_view bytes, std::string_view what) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return sysError("write " + std::string(what));
+    if (w == 0) return Error(Errc::kIo, "write " + std::string(what) + ": no progress");
+    done += static_cast<size_t>(w);
+  }
+  return {};
+}
+
+}  // namespace corral::audit

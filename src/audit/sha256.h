@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// SHA-256 and lowercase hex, the one digest and encoding of the audit record.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace corral::audit {
+
+using Sha256Digest = std::array<uint8_t, 32>;
+
+Sha256Digest sha256(std::string_view bytes);
+// Lowercase hex of SHA-256(bytes): what the trace records in place of contents.
+std::string sha256Hex(std::string_view bytes);
+std::string toHex(std::string_view bytes);
+// The chain's genesis: the "prev" of seq 0.
+inline constexpr std::string_view kZeroHash =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+// Exactly 64 lowercase hex digits: the only spelling of a hash the record accepts.
+bool isSha256Hex(std::string_view s);
+
+}  // namespace corral::audit

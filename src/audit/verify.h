@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Verifying a workspace's audit record: the chain, the commitments, the signature, a trusted head.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "audit/signing.h"
+#include "base/result.h"
+
+namespace corral::audit {
+
+struct VerifyOptions {
+  const PublicKey* public_key = nullptr;   // require a valid signature by this key
+  std::optional<std::string> trusted_head;  // require the trace to end at this head (hex)
+};
+
+enum class SignatureStatus { kAbsent, kNotChecked, kValid };
+
+struct VerifyReport {
+  bool ok = false;
+  // The first failure, one line that says what and where:
+  // "trace line 7: prev does not match line 6".
+  std::string failure;
+  // What was established before any failure (empty/zero when not reached).
+  uint64_t trace_count = 0;
+  std::string trace_head;
+  std::string manifest_sha256;
+  std::string result_body_sha256;
+  SignatureStatus signature = SignatureStatus::kAbsent;
+  std::string public_key_spki_sha256;  // as result.json names it
+};
+
+// Verifies WORKSPACE/.corral. Returns an Error only when the workspace itself cannot be
+// opened (bad usage); a damaged or incomplete record is a report with ok == false.
+Result<VerifyReport> verifyRecord(const std::string& workspace, const VerifyOptions& options);
+
+}  // namespace corral::audit

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+// `corral verify`: flags in, audit::verifyRecord, one line (or --json) out.
+#include "cli/verify.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <optional>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/verify.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 125;
+
+constexpr char kUsage[] =
+    "usage: corral verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
+    "  Verifies WORKSPACE/.corral: the trace's hash chain, result.json's commitments (trace\n"
+    "  head and count, body hash) and, with --public-key, its Ed25519 signature; with\n"
+    "  --trusted-head, that the trace ends at that head. Exit 0 verified, 1 failed, 125 usage.\n"
+    "  Format: docs/audit-format.md.\n";
+
+struct Args {
+  std::string workspace;
+  std::string public_key_file;
+  std::optional<std::string> trusted_head;
+  bool json = false;
+  bool help = false;
+};
+
+Result<Args> parseArgs(const std::vector<std::string>& args) {
+  Args out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    auto value = [&](std::string_view flag) -> Result<std::string> {
+      if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=')
+        return std::string(a.substr(flag.size() + 1));
+      if (i + 1 >= args.size()) return Error(Errc::kInvalidArgument, std::string(flag) + " needs a value");
+      return args[++i];
+    };
+    auto is = [&](std::string_view flag) { return a == flag || (a.size() > flag.size() && a.substr(0, flag.size() + 1) == std::string(flag) + "="); };
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+    } else if (a == "--json") {
+      out.json = true;
+    } else if (is("--public-key")) {
+      ASSIGN_OR_RETURN(out.public_key_file, value("--public-key"));
+    } else if (is("--trusted-head")) {
+      ASSIGN_OR_RETURN(std::string head, value("--trusted-head"));
+      for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out.trusted_head = head;
+    } else if (!a.empty() && a[0] == '-') {
+      return Error(Errc::kInvalidArgument, "unknown option " + std::string(a));
+    } else if (out.workspace.empty()) {
+      out.workspace = a;
+    } else {
+      return Error(Errc::kInvalidArgument, "one WORKSPACE only (got a second: " + std::string(a) + ")");
+    }
+  }
+  if (!out.help && out.workspace.empty()) return Error(Errc::kInvalidArgument, "missing WORKSPACE");
+  return out;
+}
+
+Result<std::string> readPem(const std::string& path) {
+  constexpr size_t kMax = size_t{16} * 1024;
+  int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (raw < 0) return sysError("--public-key " + path);
+  UniqueFd fd(raw);
+  std::string out(kMax + 1, '\0');
+  size_t have = 0;
+  while (have < out.size()) {
+    ssize_t r = ::read(fd.get(), out.data() + have, out.size() - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return sysError("--public-key " + path);
+    if (r == 0) break;
+    have += static_cast<size_t>(r);
+  }
+  if (have > kMax) return Error(Errc::kInvalidArgument, "--public-key " + path + " is too large for a PEM key");
+  out.resize(have);
+  return out;
+}
+
+const char* signatureName(audit::SignatureStatus s) {
+  switch (s) {
+    case audit::SignatureStatus::kAbsent: return "absent";
+    case audit::SignatureStatus::kNotChecked: return "not_checked";
+    case audit::SignatureStatus::kValid: return "valid";
+  }
+  return "absent";
+}
+
+void printJson(const audit::VerifyReport& r) {
+  nlohmann::json j = {{"ok", r.ok},
+                      {"failure", r.ok ? nlohmann::json(nullptr) : nlohmann::json(r.failure)},
+                      {"trace_count", r.trace_count},
+                      {"trace_head", r.trace_head},
+                      {"manifest_sha256", r.manifest_sha256},
+                      {"result_body_sha256", r.result_body_sha256},
+                      {"signature", signatureName(r.signature)},
+                      {"public_key_spki_sha256", r.public_key_spki_sha256}};
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+void printText(const audit::VerifyReport& r) {
+  std::string sig;
+  switch (r.signature) {
+    case audit::SignatureStatus::kAbsent: sig = "unsigned"; break;
+    case audit::SignatureStatus::kNotChecked:
+      sig = "signed by key " + r.public_key_spki_sha256 + ", not checked (no --public-key)";
+      break;
+    case audit::SignatureStatus::kValid: sig = "signature valid, key " + r.public_key_spki_sha256; break;
+  }
+  std::printf("corral: verify: ok: %llu trace lines, head %s, manifest %s; %s\n",
+              static_cast<unsigned long long>(r.trace_count), r.trace_head.c_str(), r.manifest_sha256.c_str(),
+              sig.c_str());
+}
+
+}  // namespace
+
+int verifyMain(const std::vector<std::string>& args) {
+  auto parsed = parseArgs(args);
+  if (!parsed) {
+    std::fprintf(stderr, "corral: verify: %s\n%s", parsed.error().message().c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  std::optional<audit::PublicKey> key;
+  if (!parsed->public_key_file.empty()) {
+    auto pem = readPem(parsed->public_key_file);
+    if (!pem) {
+      std::fprintf(stderr, "corral: verify: %s\n", pem.error().message().c_str());
+      return kExitUsage;
+    }
+    auto k = audit::PublicKey::fromPem(*pem);
+    if (!k) {
+      std::fprintf(stderr, "corral: verify: --public-key %s: %s\n", parsed->public_key_file.c_str(),
+                   k.error().message().c_str());
+      return kExitUsage;
+    }
+    key.emplace(std::move(*k));
+  }
+  audit::VerifyOptions options;
+  options.public_key = key ? &*key : nullptr;
+  options.trusted_head = parsed->trusted_head;
+  auto report = audit::verifyRecord(parsed->workspace, options);
+  if (!report) {
+    std::fprintf(stderr, "corral: verify: %s\n", report.error().message().c_str());
+    return kExitUsage;
+  }
+  if (parsed->json) printJson(*report);
+  if (!report->ok) {
+    std::fprintf(stderr, "corral: verify: %s\n", report->failure.c_str());
+    return kExitFailed;
+  }
+  if (!parsed->json) printText(*report);
+  return kExitOk;
+}
+
+}  // namespace corral::cli
