@@ -16,24 +16,11 @@ FUZZ_NICE ?= nice -n 19
 # it, and bootstrap installs without recommends); llvm-14 holds llvm-symbolizer.
 FUZZ_DEBS := clang-14 libclang-rt-14-dev llvm-14 cmake ninja-build nlohmann-json3-dev
 
-# corral_apt_need(packages,who): installs the missing ones as root, else names them and fails.
-ifndef corral_apt_need
-define corral_apt_need
-missing=""; for p in $(1); do \
-  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-done; \
-if [ -n "$$missing" ]; then \
-  if [ "$$(id -u)" -ne 0 ]; then echo "$(2): missing Debian packages:$$missing (sudo apt-get install$$missing)" >&2; exit 1; fi; \
-  echo "$(2): installing$$missing"; \
-  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-fi
-endef
-endif
 
 .PHONY: fuzz-deps fuzz-build fuzz-smoke fuzz fuzz-repro fuzz-clean
 
 fuzz-deps:
-	@$(call corral_apt_need,$(FUZZ_DEBS),fuzz)
+	@scripts/bootstrap.sh  # installs $(FUZZ_DEBS) among the project's packages
 
 $(FUZZ_BUILD)/build.ninja: | fuzz-deps
 	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DCMAKE_BUILD_TYPE=

@@ -19,18 +19,6 @@ LINT_DEBS := clang-tidy-14 cppcheck python3
 LINT_CPPCHECK_SUPPRESS := noExplicitConstructor useStlAlgorithm unusedStructMember missingIncludeSystem \
                           unmatchedSuppression
 
-ifndef corral_apt_need
-define corral_apt_need
-missing=""; for p in $(1); do \
-  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-done; \
-if [ -n "$$missing" ]; then \
-  if [ "$$(id -u)" -ne 0 ]; then echo "$(2): missing Debian packages:$$missing (sudo apt-get install$$missing)" >&2; exit 1; fi; \
-  echo "$(2): installing$$missing"; \
-  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-fi
-endef
-endif
 
 # The compilation database restricted to src/ minus unit tests (or to LINT_FILES), so both
 # tools see exactly the flags the build uses and nothing generated or third-party.
@@ -53,7 +41,7 @@ export lint_select_db
 .PHONY: lint lint-deps lint-db lint-tidy lint-cppcheck
 
 lint-deps:
-	@$(call corral_apt_need,$(LINT_DEBS),lint)
+	@scripts/bootstrap.sh  # installs $(LINT_DEBS) among the project's packages
 
 lint-db: lint-deps $(BUILD)/build.ninja
 	@mkdir -p $(LINT_OUT)

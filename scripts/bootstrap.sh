@@ -9,7 +9,7 @@ packages=(
   libseccomp-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libcap-dev
   bubblewrap crun util-linux iproute2 python3 curl git strace
-  libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
+  clang-14 libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)
