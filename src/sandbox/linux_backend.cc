@@ -27,6 +27,7 @@
 #include "sandbox/cgroup.h"
 #include "sandbox/child.h"
 #include "sandbox/landlock.h"
+#include "sandbox/launch_timing.h"
 #include "sandbox/limit_plan.h"
 #include "sandbox/seccomp_embedded.h"
 #include "sandbox/sync_channel.h"
@@ -42,6 +43,10 @@ int g_argc = 0;
 char** g_argv = nullptr;
 
 using Clock = std::chrono::steady_clock;
+using timing::Timing;
+using timing::nowNs;
+using timing::printMilestones;
+using timing::printStepTimes;
 
 struct CloneArgs {  // struct clone_args (linux/sched.h), declared here to avoid header clashes
   uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
@@ -101,24 +106,6 @@ std::string randomId() {
   return buf;
 }
 
-class Timing {
- public:
-  void mark(const char* phase) { marks_.push_back({phase, Clock::now()}); }
-  void print() const {
-    std::string line = "corral: timing";
-    for (size_t i = 1; i < marks_.size(); ++i) {
-      double ms = std::chrono::duration<double, std::milli>(marks_[i].second - marks_[i - 1].second).count();
-      char buf[96];
-      std::snprintf(buf, sizeof(buf), " %s=%.3fms", marks_[i].first, ms);
-      line += buf;
-    }
-    line += "\n";
-    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
-  }
-
- private:
-  std::vector<std::pair<const char*, Clock::time_point>> marks_;
-};
 
 struct Outcome {
   std::optional<int> status;      // the command's wait status, from init
@@ -163,44 +150,6 @@ Error setupError(const sync::Message& m, const mountns::Plan& plan, const Sandbo
     what = sync::childStepName(m.step);
   }
   return Error(m.err, "sandbox setup: " + what);
-}
-
-uint64_t nowNs() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Milestones of the init and the command, as gaps from the previous one (us).
-void printMilestones(const uint64_t* m, uint64_t clone_ns, uint64_t reaped_ns) {
-  static const char* kNames[] = {"maps_wait", "workspace_tmpfs", "mounts", "hostname_lo", "fork_cmd",
-                                 "cmd_presetup", "cmd_run_and_reap", "report"};
-  std::string line = "corral: timing child (us): clone->";
-  uint64_t prev = clone_ns;
-  for (size_t i = 0; i < child::kMilestones; ++i) {
-    if (!m[i]) continue;
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%s=%llu ", kNames[i], static_cast<unsigned long long>((m[i] - prev) / 1000));
-    line += buf;
-    prev = m[i];
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "init_exit_and_teardown=%llu\n", static_cast<unsigned long long>((reaped_ns - prev) / 1000));
-  line += buf;
-  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
-}
-
-void printStepTimes(const mountns::Plan& plan, const uint64_t* stamps) {
-  std::string line = "corral: timing mount steps (us):";
-  for (size_t i = 1; i < plan.steps.size(); ++i) {
-    if (!stamps[i] || !stamps[i - 1]) continue;
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), " [%zu %s]=%llu", i, plan.steps[i].what,
-                  static_cast<unsigned long long>((stamps[i] - stamps[i - 1]) / 1000));
-    line += buf;
-  }
-  line += "\n";
-  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
 }  // namespace
