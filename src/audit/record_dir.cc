@@ -2,6 +2,8 @@
 // The record directory and bounded, link-refusing reads from it.
 #include "audit/record_dir.h"
 
+#include "base/read_fd.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,18 +43,8 @@ Result<std::string> readRecordFile(const UniqueFd& dir, std::string_view name, s
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
     return Error(Errc::kLimit, n + " is " + std::to_string(st.st_size) + " bytes (limit " +
                                    std::to_string(max_bytes) + ")");
-  std::string out;
-  out.resize(static_cast<size_t>(st.st_size) + 1);  // +1 notices a file that grew meanwhile
-  size_t have = 0;
-  while (have < out.size()) {
-    ssize_t r = ::read(fd.get(), out.data() + have, out.size() - have);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return sysError("read " + n);
-    if (r == 0) break;
-    have += static_cast<size_t>(r);
-  }
-  if (have > max_bytes) return Error(Errc::kLimit, n + " grew past its limit while being read");
-  out.resize(have);
+  ASSIGN_OR_RETURN(std::string out, readUpTo(fd.get(), max_bytes, "read " + n));
+  if (out.size() > max_bytes) return Error(Errc::kLimit, n + " grew past its limit while being read");
   return out;
 }
 

@@ -2,6 +2,8 @@
 // Ed25519 through OpenSSL 3 EVP; every OpenSSL failure becomes an Error here.
 #include "audit/signing.h"
 
+#include "base/read_fd.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -163,15 +165,9 @@ Result<std::optional<Secret>> loadSigningKeyPem(const std::string& key_file, con
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
     log::warn("signing_key_readable_by_others", "path=" + key_file + " mode=" + mode);
   }
-  std::string pem(static_cast<size_t>(st.st_size), '\0');
-  size_t have = 0;
-  while (have < pem.size()) {
-    ssize_t r = ::read(fd.get(), pem.data() + have, pem.size() - have);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    have += static_cast<size_t>(r);
-  }
-  pem.resize(have);
+  ASSIGN_OR_RETURN(std::string pem, readUpTo(fd.get(), kMaxPemBytes, "--signing-key " + key_file));
+  if (pem.size() > kMaxPemBytes)
+    return Error(Errc::kInvalidArgument, "--signing-key " + key_file + " is too large for a PEM key");
   Secret secret(std::move(pem));
   return std::optional<Secret>(std::move(secret));
 }

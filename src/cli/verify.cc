@@ -2,6 +2,8 @@
 // `corral verify`: flags in, audit::verifyRecord, one line (or --json) out.
 #include "cli/verify.h"
 
+#include "base/read_fd.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -77,17 +79,8 @@ Result<std::string> readPem(const std::string& path) {
   int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (raw < 0) return sysError("--public-key " + path);
   UniqueFd fd(raw);
-  std::string out(kMax + 1, '\0');
-  size_t have = 0;
-  while (have < out.size()) {
-    ssize_t r = ::read(fd.get(), out.data() + have, out.size() - have);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return sysError("--public-key " + path);
-    if (r == 0) break;
-    have += static_cast<size_t>(r);
-  }
-  if (have > kMax) return Error(Errc::kInvalidArgument, "--public-key " + path + " is too large for a PEM key");
-  out.resize(have);
+  ASSIGN_OR_RETURN(std::string out, readUpTo(fd.get(), kMax, "--public-key " + path));
+  if (out.size() > kMax) return Error(Errc::kInvalidArgument, "--public-key " + path + " is too large for a PEM key");
   return out;
 }
 
