@@ -9,7 +9,8 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 build=${FUZZ_BUILD:-build-fuzz}
 nice_cmd=${FUZZ_NICE-nice -n 19}
-all_targets=(units paths env exec_options report_json seccomp_policy)
+all_targets=()
+for f in "$src"/fuzz_*.cc; do n=${f##*/fuzz_}; all_targets+=("${n%.cc}"); done
 
 # Every sanitizer report is fatal; stacks are symbolized when llvm-symbolizer is installed.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}

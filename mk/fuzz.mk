@@ -7,7 +7,7 @@
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CXX ?= clang++-14
 FUZZ_SMOKE_SECONDS ?= 10
-FUZZ_TARGETS ?= units paths env exec_options report_json seccomp_policy
+FUZZ_TARGETS ?= $(sort $(patsubst fuzz/fuzz_%.cc,%,$(wildcard fuzz/fuzz_*.cc)))
 FUZZ_ARGS ?=
 SECONDS ?= 300
 # Fuzzing shares the machine with builds: lowest priority unless told otherwise (FUZZ_NICE=).

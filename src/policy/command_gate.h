@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `run` tool's command gate: which argv a model may have executed. Pure.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace corral::policy {
+
+inline constexpr size_t kMaxArgs = 256;
+inline constexpr size_t kMaxArgBytes = 16 * 1024;     // one argument
+inline constexpr size_t kMaxArgvBytes = 128 * 1024;   // all of them
+
+// What the gate decided. On allow, argv/env are exactly what the runner executes.
+struct CommandDecision {
+  bool allowed = false;
+  std::string rule;                 // stable id: "allowlist", "metachar", "git.subcommand", ...
+  std::string reason;               // one line for the model and the trace; never echoes a whole argument
+  std::vector<std::string> argv;    // argv[0] is the allowlisted basename (PATH-resolved inside)
+  std::vector<std::string> env;     // extra "K=V" the command must run with (git's pinned config)
+};
+
+// The executable is reduced to its basename (the model's directory is discarded); it must
+// be exactly one of `allowed` (basenames). Every argument is refused when it holds a shell
+// metacharacter (kShellMetachars), a control byte (including NUL, CR, LF) or invalid UTF-8,
+// or when a size limit above is exceeded. When the basename is "git", gateGit() also decides.
+CommandDecision gateCommand(const std::vector<std::string>& allowed, std::string_view command,
+                            const std::vector<std::string>& args);
+
+inline constexpr std::string_view kShellMetachars = ";&|$`<>(){}[]*?!~\\'\"#";
+
+}  // namespace corral::policy
