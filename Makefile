@@ -5,7 +5,7 @@ SAN_BUILD ?= build-sanitize
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build test test-unit test-security test-rootless test-sanitize demo claims bench clean
+.PHONY: all bootstrap configure build test test-unit test-security test-rootless test-sanitize demo demo-exec claims bench clean
 
 all: build
 
@@ -34,6 +34,10 @@ test-sanitize: bootstrap
 
 demo: build
 	@scripts/demo.sh $(BUILD)/corral
+
+# A tour of `corral exec`: each isolation layer at work.
+demo-exec: build
+	@scripts/demo-exec.sh $(BUILD)/corral
 
 claims: build
 	@scripts/claims.py --build $(BUILD) --run --render SECURITY.md

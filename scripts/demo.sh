@@ -1,72 +1,56 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# `make demo`: corral exec on its embedded defaults, showing each isolation layer at work.
-# (The manifest runner will replace this with a real agent run; see docs/.)
-set -uo pipefail
+# `make demo`: corral's main job on its embedded defaults. A copy of examples/fix-a-bug is
+# handed to `corral run --apply` (a replayed model reads the code, runs the failing tests in
+# the sandbox, is refused twice, writes the fix, runs the tests again and finishes), then
+# `corral verify` checks the signed audit record and the summary says what happened.
+set -euo pipefail
 corral=${1:-build/corral}
-ws=$(mktemp -d /tmp/corral-demo.XXXXXX)
-chmod 0755 "$ws"
-trap 'rm -rf "$ws"' EXIT
-printf 'print("hello from", __import__("socket").gethostname())\n' > "$ws/hello.py"
+src=$(cd "$(dirname "$0")/.." && pwd)/examples/fix-a-bug
+work=$(mktemp -d /tmp/corral-demo.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+ws=$work/fix-a-bug
+keys=$work/keys
+mkdir -p "$ws"
+cp -r "$src"/. "$ws"
+chmod -R a+rX "$work"
 
-step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "$2"; }
-run() {  # run CMD..., print its exit status
-  "$@"
-  local rc=$?
-  printf '   -> exit %d\n' "$rc"
-  return 0
-}
+bold() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+bold "== corral run: a model fixes a bug, every command in a fresh sandbox"
+echo "\$ corral run $ws/manifest.json --workspace $ws --apply --signing-key \$keys/audit-ed25519-private.pem"
+"$corral" keygen --out "$keys" >/dev/null
+rc=0
+"$corral" run "$ws/manifest.json" --workspace "$ws" --apply --signing-key "$keys/audit-ed25519-private.pem" || rc=$?
+echo "   -> exit $rc"
 
-echo "corral demo: every command below runs in a fresh sandbox (uid $(id -u) on the host)"
-"$corral" doctor | sed -n '/^default exec/p'
+bold "== what the model did (from the trace: decisions, never contents)"
+python3 - "$ws/.corral/trace.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    d = e["data"]
+    if e["type"] == "tool_call":
+        args = d.get("args", {})
+        what = " ".join(str(a) for a in args.get("argv", [])) or args.get("path") or args.get("command", "")
+        extra = ""
+        if "exit_code" in d:
+            extra = f" -> exit {d['exit_code']}, stdout {d['stdout_bytes']} bytes"
+        if d["decision"] == "refuse":
+            extra = f" -> REFUSED [{d['rule']}] {d['reason']}"
+        print(f"  {d['tool']:<7} {d['decision']:<8} {what}{extra}")
+    elif e["type"] in ("budget_exhausted", "run_end"):
+        print(f"  {e['type']}: {d.get('status', d.get('budget'))}")
+PY
 
-step "who am I, where am I" "corral exec -- sh -c 'id; hostname; pwd; ls /'"
-run "$corral" exec -- sh -c 'id; hostname; pwd; ls /'
+bold "== the fix, as applied to the workspace"
+diff -u "$src/calc.py" "$ws/calc.py" || true
 
-step "no capabilities, no_new_privs, seccomp on" "corral exec -- grep -E 'Cap(Eff|Bnd)|NoNewPrivs|Seccomp:' /proc/self/status"
-run "$corral" exec -- grep -E 'Cap(Eff|Bnd)|NoNewPrivs|Seccomp:' /proc/self/status
+bold "== corral verify: the hash chain, the commitments and the Ed25519 signature"
+echo "\$ corral verify $ws --public-key \$keys/audit-ed25519-public.pem"
+"$corral" verify "$ws" --public-key "$keys/audit-ed25519-public.pem"
 
-step "the caller's secrets do not follow" "AWS_SECRET_ACCESS_KEY=demo-sentinel corral exec -- sh -c 'env | grep -c demo-sentinel'"
-AWS_SECRET_ACCESS_KEY=demo-sentinel run "$corral" exec -- sh -c 'env | grep -c demo-sentinel'
-
-step "host files are not there; the runtime is read-only" "corral exec -- sh -c 'ls /etc; cat /etc/shadow; touch /usr/x'"
-run "$corral" exec -- sh -c 'ls /etc; cat /etc/shadow; touch /usr/x'
-
-step "loopback only: the host's network is unreachable" "corral exec -- python3 -c 'socket.create_connection((\"1.1.1.1\", 80), 2)'"
-run "$corral" exec -- python3 -c '
-import socket
-try:
-    socket.create_connection(("1.1.1.1", 80), 2)
-    print("connected?!")
-except OSError as e:
-    print("refused:", e)
-    raise SystemExit(1)' 
-
-step "nested namespaces and mount are refused" "corral exec -- unshare -U true"
-run "$corral" exec -- unshare -U true
-
-step "a fork bomb is held by the pids limit" "corral exec --pids 64 -- python3 -c 'fork until refused'"
-run "$corral" exec --pids 64 --timeout 10s -- python3 -c '
-import os, time
-n = 0
-try:
-    while True:
-        if os.fork() == 0:
-            time.sleep(30); os._exit(0)
-        n += 1
-except OSError as e:
-    print("forked", n, "children, then:", e)' 
-
-step "a timeout kills the whole tree" "corral exec --timeout 500ms -- sh -c 'sleep 100 & sleep 100'"
-run "$corral" exec --timeout 500ms -- sh -c 'sleep 100 & sleep 100'
-
-step "the workspace is a staged copy; only declared outputs come back" \
-  "corral exec --workspace \$ws --output out.txt --output link -- sh -c 'python3 hello.py > out.txt; rm hello.py; ln -s /etc/passwd link'"
-run "$corral" exec --workspace "$ws" --output out.txt --output link -- sh -c 'python3 hello.py > out.txt; rm hello.py; ln -s /etc/passwd link'
-echo "   host workspace now: $(cd "$ws" && ls | tr '\n' ' ')"
-echo "   out.txt: $(cat "$ws/out.txt" 2>/dev/null)"
-
-step "machine-readable report" "corral exec --json -- true"
-run "$corral" exec --json -- true
+bold "== the tests, outside corral, on the applied fix"
+(cd "$ws" && python3 -B test_calc.py 2>&1 | tail -n 3)
 echo
-echo "done: see docs/security-model.md and SECURITY.md for what each layer claims."
+echo "Record format: docs/audit-format.md. Manifest: docs/manifest.md. The exec tour: make demo-exec."
+exit "$rc"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,6 +16,19 @@ Sha256Digest sha256(std::string_view bytes);
 // Lowercase hex of SHA-256(bytes): what the trace records in place of contents.
 std::string sha256Hex(std::string_view bytes);
 std::string toHex(std::string_view bytes);
+// Incremental SHA-256 for streams (a command's output) that are hashed whole but kept only in part.
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void update(std::string_view bytes);
+  std::string hexDigest();  // finishes the stream; call once
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
+
 // The chain's genesis: the "prev" of seq 0.
 inline constexpr std::string_view kZeroHash =
     "0000000000000000000000000000000000000000000000000000000000000000";

@@ -10,6 +10,7 @@
 #include "cli/doctor.h"
 #include "cli/exec.h"
 #include "cli/keygen.h"
+#include "cli/run.h"
 #include "cli/verify.h"
 #include "sandbox/linux_backend.h"
 
@@ -21,6 +22,8 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  exec [options] -- CMD [ARGS...]   run one command in a fresh sandbox (corral exec --help)\n"
+    "  run MANIFEST [--workspace DIR] [--apply] [--json]\n"
+    "                                    drive a model through policy-gated tools (corral run --help)\n"
     "  doctor [--json]                   report host facilities and which mechanism each limit uses\n"
     "  claims [--build DIR] [--render F] run the claim ledger's tests (and render SECURITY.md)\n"
     "  verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "exec") return execMain(rest);
+  if (cmd == "run") return runMain(rest);
   if (cmd == "doctor") return doctorMain(rest);
   if (cmd == "claims") return claimsMain(argc - 1, argv + 1);
   if (cmd == "verify") return verifyMain(rest);

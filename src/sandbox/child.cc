@@ -126,6 +126,10 @@ void runInit(const Context& ctx) {
       ::_exit(125);
     }
   }
+  // The caller's replacement stdio (all >= 3, checked by the parent) goes onto 0..2 before
+  // the sync socket takes fd 3 and close_range drops everything above it.
+  for (int fd = 0; fd <= 2; ++fd)
+    if (ctx.stdio[fd] >= 0 && ::dup2(ctx.stdio[fd], fd) < 0) ::_exit(125);
   if (ctx.sock != kSock) {
     if (::dup3(ctx.sock, kSock, O_CLOEXEC) < 0) ::_exit(125);
   } else if (::fcntl(kSock, F_SETFD, FD_CLOEXEC) != 0) {

@@ -166,11 +166,16 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   if (spec.argv.empty()) return Error(Errc::kInvalidArgument, "no command given");
   // stdio is the one thing of the caller's that crosses into the sandbox. A directory there
   // would be a handle on the host's tree (the runc CVE-2024-21626 pattern through fd 0-2).
+  const int given_stdio[3] = {spec.stdio.in, spec.stdio.out, spec.stdio.err};
   for (int fd = 0; fd <= 2; ++fd) {
+    const char* name = fd == 0 ? "stdin" : fd == 1 ? "stdout" : "stderr";
+    const int src = given_stdio[fd] >= 0 ? given_stdio[fd] : fd;
+    // init moves a given fd onto 0..2 before fd 3 becomes its sync socket: only 3+ is safe.
+    if (given_stdio[fd] >= 0 && given_stdio[fd] < 3)
+      return Error(Errc::kInvalidArgument, std::string(name) + " replacement must be fd 3 or above");
     struct stat st;
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
-      return Error(Errc::kRefused, std::string(fd == 0 ? "stdin" : fd == 1 ? "stdout" : "stderr") +
-                                       " is a directory: refusing to hand a host directory to the sandbox");
+    if (::fstat(src, &st) == 0 && S_ISDIR(st.st_mode))
+      return Error(Errc::kRefused, std::string(name) + " is a directory: refusing to hand a host directory to the sandbox");
   }
 
   // ---- Plan everything before clone: the child only executes. ----
@@ -205,6 +210,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   const bool self_attach = cg && cg->cloneIntoFd() < 0;
   child::Context ctx;
   ctx.sock = child_sock.get();
+  for (int fd = 0; fd <= 2; ++fd) ctx.stdio[fd] = given_stdio[fd];
   ctx.mounts = &mounts;
   ctx.slot_fds = slot_fds.data();
   ctx.workspace_size = ws_size.c_str();

@@ -35,6 +35,15 @@ struct Limits {
   std::vector<Limit> allow_weaker;           // accepted downgrades, by name
 };
 
+// The command's fds 0, 1 and 2. -1: corral's own. Any other value is an fd of the caller
+// (3 or above, not a directory) that init places on that number before the command starts,
+// e.g. a pipe the runner reads the command's output from.
+struct Stdio {
+  int in = -1;
+  int out = -1;
+  int err = -1;
+};
+
 struct SandboxSpec {
   std::vector<std::string> argv;             // argv[0] resolved by PATH inside the sandbox
   std::vector<std::string> env;              // complete environment, "K=V"; nothing else passes
@@ -42,6 +51,7 @@ struct SandboxSpec {
   std::vector<std::string> outputs;          // workspace-relative, validated by policy::path
   std::vector<RoBind> ro_binds;
   Limits limits;
+  Stdio stdio;
 };
 
 enum class KilledBy { kNone, kTimeout, kMemory, kPids, kCpuTime, kSignal };

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/agent_loop.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "agent/system_prompt.h"
+#include "agent/tool_common.h"
+#include "agent/tools.h"
+#include "audit/sha256.h"
+
+namespace corral::agent {
+
+using nlohmann::json;
+
+namespace {
+
+// The hash of what was sent: every message's role, content and calls, in order.
+std::string conversationHash(const std::vector<Message>& messages) {
+  audit::Sha256Stream h;
+  for (const Message& m : messages) {
+    json j = {{"role", roleName(m.role)}, {"content", m.content}, {"tool_call_id", m.tool_call_id}};
+    for (const ToolCall& c : m.tool_calls) j["calls"].push_back({{"id", c.id}, {"name", c.name}, {"args", c.arguments_json}});
+    h.update(tools::modelText(j));
+    h.update("\n");
+  }
+  return h.hexDigest();
+}
+
+struct CallResult {
+  std::optional<ModelReply> reply;
+  std::string status;  // when no reply: "budget_exhausted" or "model_error"
+  std::string reason;
+};
+
+Result<CallResult> callModel(RunContext& run, TaskState& task, Provider& provider, const std::vector<Message>& messages,
+                             const std::vector<ToolSpec>& specs, const LoopOptions& options) {
+  const std::string request_sha256 = conversationHash(messages);
+  for (uint32_t attempt = 0;; ++attempt) {
+    if (auto over = task.budget->takeModelCall(run.now())) {
+      RETURN_IF_ERROR(run.record("budget_exhausted", {{"task", task.id}, {"budget", policy::budgetName(over->kind)},
+                                                      {"limit", over->limit}, {"used", over->used}}));
+      return CallResult{std::nullopt, "budget_exhausted", over->message()};
+    }
+    auto reply = provider.complete(messages, specs);
+    json entry = {{"task", task.id}, {"turn", task.turn}, {"attempt", attempt}, {"provider", provider.name()},
+                  {"request_sha256", request_sha256}, {"request_messages", messages.size()}};
+    if (reply.ok()) {
+      run.counters.input_tokens += reply->usage.input_tokens;
+      run.counters.output_tokens += reply->usage.output_tokens;
+      entry.update({{"status", "ok"},
+                    {"input_tokens", reply->usage.input_tokens},
+                    {"output_tokens", reply->usage.output_tokens},
+                    {"response_bytes", reply->response_bytes},
+                    {"response_sha256", reply->response_sha256},
+                    {"content_bytes", reply->content.size()},
+                    {"content_sha256", audit::sha256Hex(reply->content)},
+                    {"tool_calls", reply->tool_calls.size()},
+                    {"stop_reason", tools::traceable(reply->stop_reason, 64)}});
+      RETURN_IF_ERROR(run.record("model_call", entry));
+      return CallResult{std::move(*reply), "", ""};
+    }
+    const bool retry = isRetryable(reply.error()) && attempt < options.max_retries;
+    entry.update({{"status", "error"}, {"error", tools::traceable(reply.error().message(), 512)}, {"retry", retry}});
+    RETURN_IF_ERROR(run.record("model_call", entry));
+    if (!retry) return CallResult{std::nullopt, "model_error", reply.error().message()};
+    auto delay = std::min(options.backoff * (1 << std::min(attempt, 4u)), std::chrono::milliseconds(4000));
+    delay = std::min(delay, task.budget->commandTimeout(run.now()));
+    if (options.sleep) options.sleep(delay);
+    else std::this_thread::sleep_for(delay);
+  }
+}
+
+}  // namespace
+
+Result<TaskOutcome> runTaskLoop(RunContext& run, const std::string& id, const policy::Manifest& manifest,
+                                Provider& provider, const LoopOptions& options) {
+  policy::TaskBudget budget(manifest.budgets, run.now(), *run.budget);
+  TaskState task;
+  task.id = id;
+  task.manifest = &manifest;
+  task.budget = &budget;
+  TaskOutcome outcome;
+  outcome.id = id;
+  RETURN_IF_ERROR(run.record("task_start", {{"task", id},
+                                            {"manifest_sha256", audit::sha256Hex(policy::manifestToCanonicalJson(manifest))},
+                                            {"task_bytes", manifest.task.size()},
+                                            {"task_sha256", audit::sha256Hex(manifest.task)}}));
+  std::vector<Message> messages;
+  messages.push_back({Role::kSystem, systemPrompt(manifest, run.apply, id), {}, {}, {}});
+  messages.push_back({Role::kUser, manifest.task, {}, {}, {}});
+  const std::vector<ToolSpec> specs = toolSpecs();
+
+  while (!task.finished) {
+    if (auto over = budget.checkWallTime(run.now()); over || (over = budget.takeTurn())) {
+      RETURN_IF_ERROR(run.record("budget_exhausted", {{"task", id}, {"budget", policy::budgetName(over->kind)},
+                                                      {"limit", over->limit}, {"used", over->used}}));
+      outcome.status = "budget_exhausted";
+      outcome.reason = over->message();
+      break;
+    }
+    task.turn = budget.turns();
+    ASSIGN_OR_RETURN(CallResult call, callModel(run, task, provider, messages, specs, options));
+    if (!call.reply) {
+      outcome.status = call.status;
+      outcome.reason = call.reason;
+      break;
+    }
+    ModelReply& reply = *call.reply;
+    Message assistant{Role::kAssistant, reply.content, reply.tool_calls, {}, {}};
+    messages.push_back(assistant);
+    if (reply.tool_calls.empty()) {
+      // A reply without tool calls does not end the task: only finish() does, or a budget.
+      messages.push_back({Role::kUser, "Continue with tool calls; call finish when the task is done.", {}, {}, {}});
+      continue;
+    }
+    for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
+      const ToolCall& c = reply.tool_calls[i];
+      Result<ToolResult> r = task.finished
+                                 ? refuseToolCall(run, task, c, "after-finish", "the task already finished")
+                             : i >= kMaxToolCallsPerReply
+                                 ? refuseToolCall(run, task, c, "too-many-calls",
+                                                  "at most " + std::to_string(kMaxToolCallsPerReply) + " tool calls per reply")
+                                 : handleToolCall(run, task, c);
+      if (!r.ok()) return r.error();
+      messages.push_back({Role::kTool, r->content, {}, c.id, c.name});
+    }
+  }
+  if (task.finished) {
+    outcome.status = "finished";
+    outcome.summary = task.summary;
+  }
+  outcome.turns = budget.turns();
+  outcome.model_calls = budget.modelCalls();
+  RETURN_IF_ERROR(run.record("task_end", {{"task", id},
+                                          {"status", outcome.status},
+                                          {"reason", tools::traceable(outcome.reason, 512)},
+                                          {"turns", outcome.turns},
+                                          {"model_calls", outcome.model_calls},
+                                          {"summary_bytes", outcome.summary.size()},
+                                          {"summary_sha256", audit::sha256Hex(outcome.summary)}}));
+  return outcome;
+}
+
+}  // namespace corral::agent

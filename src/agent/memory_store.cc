@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/memory_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "audit/record_dir.h"
+#include "base/read_fd.h"
+#include "policy/git_gate.h"
+
+extern char** environ;
+
+namespace corral::agent {
+namespace {
+
+constexpr const char* kMemDir = "mem";
+
+std::string gitBinary() {
+  const char* g = std::getenv("CORRAL_GIT");
+  if (g != nullptr && g[0] != '\0') return g;
+  return "/usr/bin/git";
+}
+
+bool dirIsEmpty(int dir) {
+  UniqueFd dup(::fcntl(dir, F_DUPFD_CLOEXEC, 3));
+  DIR* d = dup.valid() ? ::fdopendir(dup.get()) : nullptr;
+  if (d == nullptr) return false;
+  (void)dup.release();
+  std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
+  ::rewinddir(d);
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") return false;
+  }
+  return true;
+}
+
+// Opens .corral/mem (creating it when create), refusing everything checkMemoryStore refuses.
+// has_git reports whether .git exists.
+Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_git) {
+  ASSIGN_OR_RETURN(UniqueFd record, audit::openRecordDir(workspace, create));
+  struct stat st;
+  if (::fstatat(record.get(), kMemDir, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT || !create) return sysError("memory store .corral/mem");
+    if (::mkdirat(record.get(), kMemDir, 0755) != 0) return sysError("memory store .corral/mem: mkdir");
+  } else if (!S_ISDIR(st.st_mode)) {
+    return Error(Errc::kRefused, "memory store .corral/mem is not a real directory (symlink or file): refusing");
+  }
+  UniqueFd mem(::openat(record.get(), kMemDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!mem.valid()) return sysError("memory store .corral/mem");
+  if (::fstatat(mem.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      return Error(Errc::kRefused,
+                   "memory store .corral/mem/.git is not a real directory (a gitdir file or symlink pointing elsewhere): refusing");
+    *has_git = true;
+    UniqueFd git(::openat(mem.get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!git.valid()) return sysError("memory store .corral/mem/.git");
+    UniqueFd config(::openat(git.get(), "config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (config.valid()) {
+      if (::fstat(config.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        return Error(Errc::kRefused, "memory store .corral/mem/.git/config is not a regular file: refusing");
+      ASSIGN_OR_RETURN(std::string text, readUpTo(config.get(), size_t{1} << 20, "memory store config"));
+      if (auto c = policy::checkGitConfig(text); !c.ok()) return c.error().wrap("memory store .corral/mem/.git/config");
+    } else if (errno != ENOENT) {
+      return sysError("memory store .corral/mem/.git/config");
+    }
+  } else {
+    if (errno != ENOENT) return sysError("memory store .corral/mem/.git");
+    *has_git = false;
+    if (!dirIsEmpty(mem.get()))
+      return Error(Errc::kRefused,
+                   "memory store .corral/mem has content but no .git (git would resolve into an enclosing repository): refusing");
+  }
+  return mem;
+}
+
+// Runs the host git on the store with the gate's argv and pinned environment; output discarded.
+Result<std::string> git(const std::string& binary, const std::string& mem_path, const std::vector<std::string>& args,
+                        bool capture) {
+  policy::CommandDecision d = policy::gateGit(args);
+  if (!d.allowed) return Error(Errc::kRefused, "memory store: git " + args.at(0) + ": " + d.reason);
+  std::vector<std::string> env = d.env;
+  env.push_back("GIT_DIR=" + mem_path + "/.git");
+  env.push_back("GIT_WORK_TREE=" + mem_path);
+  env.push_back("GIT_CEILING_DIRECTORIES=" + mem_path);
+  env.push_back("HOME=/nonexistent");
+  env.push_back("PATH=/usr/bin:/bin");
+  env.push_back("LANG=C");
+  for (const char* k : {"GIT_AUTHOR_NAME=corral", "GIT_AUTHOR_EMAIL=corral@localhost", "GIT_COMMITTER_NAME=corral",
+                        "GIT_COMMITTER_EMAIL=corral@localhost"})
+    env.emplace_back(k);
+  std::vector<char*> argv;
+  std::string bin = binary;
+  argv.push_back(bin.data());
+  for (size_t i = 1; i < d.argv.size(); ++i) argv.push_back(d.argv[i].data());
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return sysError("memory store: pipe");
+  UniqueFd rd(out[0]), wr(out[1]);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, wr.get(), 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addchdir_np(&fa, mem_path.c_str());
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  wr.reset();
+  if (rc != 0) return sysError("memory store: " + bin, rc);
+  auto text = readUpTo(rd.get(), 4096, "memory store: git output");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Error(Errc::kIo, "memory store: git " + args.at(0) + " failed (status " + std::to_string(status) + ")");
+  if (!capture || !text.ok()) return std::string();
+  std::string s = *text;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Result<void> checkMemoryStore(const std::string& workspace) {
+  bool has_git = false;
+  auto store = openStore(workspace, false, &has_git);
+  if (!store.ok() && store.error().code() == ENOENT) return {};  // created at the end
+  if (!store.ok()) return store.error();
+  return {};
+}
+
+Result<MemoryOutcome> commitRunMemory(const std::string& workspace, const std::string& run_id,
+                                      const nlohmann::json& record) {
+  bool has_git = false;
+  ASSIGN_OR_RETURN(UniqueFd mem, openStore(workspace, true, &has_git));
+  if (::mkdirat(mem.get(), "runs", 0755) != 0 && errno != EEXIST) return sysError("memory store: mkdir runs");
+  UniqueFd runs(::openat(mem.get(), "runs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!runs.valid()) return sysError("memory store: runs");
+  const std::string name = run_id + ".json";
+  const std::string tmp = "." + name + ".tmp";
+  {
+    UniqueFd fd(::openat(runs.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd.valid()) return sysError("memory store: create");
+    RETURN_IF_ERROR(audit::writeAll(fd.get(), record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                                    "memory store"));
+    if (::fsync(fd.get()) != 0) return sysError("memory store: fsync");
+  }
+  if (::renameat(runs.get(), tmp.c_str(), runs.get(), name.c_str()) != 0) return sysError("memory store: rename");
+
+  const std::string bin = gitBinary();
+  if (bin == "none" || ::access(bin.c_str(), X_OK) != 0)
+    return MemoryOutcome{"file", "", "git unavailable (" + bin + "): runs/" + name + " written without a commit"};
+  const std::string mem_path = workspace + "/.corral/mem";
+  if (!has_git) RETURN_IF_ERROR(git(bin, mem_path, {"init", "--quiet"}, false));
+  RETURN_IF_ERROR(git(bin, mem_path, {"add", "--", "runs/" + name}, false));
+  RETURN_IF_ERROR(git(bin, mem_path, {"commit", "--quiet", "--no-verify", "-m", "corral run " + run_id}, false));
+  ASSIGN_OR_RETURN(std::string head, git(bin, mem_path, {"rev-parse", "HEAD"}, true));
+  return MemoryOutcome{"committed", head, ""};
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/private_workspace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include "audit/sha256.h"
+#include "base/read_fd.h"
+#include "sandbox/workspace.h"
+
+namespace corral::agent {
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+int openBeneath(int dir, const std::string& rel, uint64_t flags, mode_t mode = 0) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.mode = mode;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  return static_cast<int>(::syscall(SYS_openat2, dir, rel.c_str(), &how, sizeof how));
+}
+
+const char* kindOf(mode_t mode) {
+  if (S_ISLNK(mode)) return "symlink";
+  if (S_ISFIFO(mode)) return "fifo";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "device";
+  return "not a regular file";
+}
+
+bool wanted(const policy::Manifest& m, const std::string& rel) {
+  for (const std::string& o : m.outputs)
+    if (o == rel) return true;
+  for (const std::string& p : m.inputs)
+    if (policy::inputGlobMatch(p, rel)) return true;
+  return false;
+}
+
+// Creates the parents of rel beneath root (no symlinks), returning the parent's fd.
+Result<UniqueFd> makeParents(int root, const std::string& rel) {
+  UniqueFd dir(::fcntl(root, F_DUPFD_CLOEXEC, 3));
+  if (!dir.valid()) return sysError("dup");
+  size_t start = 0;
+  for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', start)) {
+    const std::string comp = rel.substr(start, slash - start);
+    start = slash + 1;
+    if (::mkdirat(dir.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return sysError(rel + ": mkdir");
+    UniqueFd next(openBeneath(dir.get(), comp, O_PATH | O_DIRECTORY));
+    if (!next.valid()) return sysError(rel + ": " + comp);
+    dir = std::move(next);
+  }
+  return dir;
+}
+
+std::string leaf(const std::string& rel) {
+  size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? rel : rel.substr(slash + 1);
+}
+
+Result<void> copyFile(int src_dir, const char* name, int dst_root, const std::string& rel, const struct stat& st,
+                      StageReport& report) {
+  UniqueFd in(::openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!in.valid()) return sysError(rel);
+  struct stat now;
+  if (::fstat(in.get(), &now) != 0) return sysError(rel);
+  if (!S_ISREG(now.st_mode) || now.st_ino != st.st_ino) return Error(Errc::kRefused, rel + ": changed while staging");
+  ASSIGN_OR_RETURN(std::string content, readUpTo(in.get(), static_cast<size_t>(now.st_size), rel));
+  if (content.size() > static_cast<size_t>(now.st_size)) return Error(Errc::kRefused, rel + ": grew while staging");
+  ASSIGN_OR_RETURN(UniqueFd parent, makeParents(dst_root, rel));
+  UniqueFd out(::openat(parent.get(), leaf(rel).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        now.st_mode & 0755));
+  if (!out.valid()) return sysError(rel);
+  for (size_t off = 0; off < content.size();) {
+    ssize_t n = ::write(out.get(), content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return sysError(rel + ": write");
+    off += static_cast<size_t>(n);
+  }
+  report.files.push_back({rel, content.size(), audit::sha256Hex(content)});
+  report.bytes += content.size();
+  return {};
+}
+
+Result<void> walk(int src_dir, int dst_root, const std::string& prefix, int depth, const policy::Manifest& m,
+                  uint64_t max_bytes, StageReport& report) {
+  if (depth > kMaxDepth) return Error(Errc::kLimit, prefix + ": directories nested too deep");
+  UniqueFd dup(::fcntl(src_dir, F_DUPFD_CLOEXEC, 3));
+  if (!dup.valid()) return sysError("dup");
+  DIR* d = ::fdopendir(dup.get());
+  if (d == nullptr) return sysError(prefix.empty() ? "workspace" : prefix);
+  (void)dup.release();
+  std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
+  ::rewinddir(d);
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (depth == 0 && name == ".corral") continue;  // the audit record is never an input
+    const std::string rel = prefix.empty() ? name : prefix + "/" + name;
+    struct stat st;
+    if (::fstatat(src_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError(rel);
+    if (S_ISDIR(st.st_mode)) {
+      UniqueFd sub(::openat(src_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub.valid()) return sysError(rel);
+      RETURN_IF_ERROR(walk(sub.get(), dst_root, rel, depth + 1, m, max_bytes, report));
+      continue;
+    }
+    if (!wanted(m, rel)) continue;
+    if (!S_ISREG(st.st_mode)) {
+      report.refused.push_back(rel + ": " + kindOf(st.st_mode));
+      continue;
+    }
+    if (report.files.size() >= kMaxStagedFiles) return Error(Errc::kLimit, "more than 100000 input files");
+    if (report.bytes + static_cast<uint64_t>(st.st_size) > max_bytes)
+      return Error(Errc::kLimit, "inputs exceed the workspace size (" + std::to_string(max_bytes) + " bytes)");
+    RETURN_IF_ERROR(copyFile(src_dir, name.c_str(), dst_root, rel, st, report));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<PrivateWorkspace> PrivateWorkspace::create() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") + "/corral-run-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) return sysError("private workspace: mkdtemp " + tmpl);
+  UniqueFd fd(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    Error e = sysError("private workspace: open " + tmpl);
+    ::rmdir(tmpl.c_str());
+    return e;
+  }
+  return PrivateWorkspace(std::move(tmpl), std::move(fd));
+}
+
+PrivateWorkspace::~PrivateWorkspace() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);  // never follows symlinks
+}
+
+Result<StageReport> PrivateWorkspace::stageFrom(const std::string& host_workspace, const policy::Manifest& m,
+                                                uint64_t max_bytes) {
+  UniqueFd host(::open(host_workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!host.valid()) return sysError("--workspace " + host_workspace);
+  StageReport report;
+  RETURN_IF_ERROR(walk(host.get(), dir_.get(), "", 0, m, max_bytes, report));
+  return report;
+}
+
+Result<std::string> PrivateWorkspace::readFile(std::string_view rel, uint64_t max_bytes) const {
+  const std::string r(rel);
+  UniqueFd fd(openBeneath(dir_.get(), r, O_RDONLY | O_NOFOLLOW));
+  if (!fd.valid()) {
+    if (errno == ELOOP || errno == EXDEV) return Error(Errc::kRefused, r + ": resolves through a symlink or outside the workspace");
+    return sysError(r);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return sysError(r);
+  if (!S_ISREG(st.st_mode)) return Error(Errc::kRefused, r + ": " + kindOf(st.st_mode));
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    return Error(Errc::kLimit, r + ": " + std::to_string(st.st_size) + " bytes is over the read limit of " +
+                                   std::to_string(max_bytes));
+  ASSIGN_OR_RETURN(std::string content, readUpTo(fd.get(), static_cast<size_t>(max_bytes), r));
+  if (content.size() > max_bytes) return Error(Errc::kLimit, r + ": over the read limit of " + std::to_string(max_bytes));
+  return content;
+}
+
+Result<void> PrivateWorkspace::writeFile(std::string_view rel, std::string_view content) const {
+  const std::string r(rel);
+  ASSIGN_OR_RETURN(UniqueFd parent, makeParents(dir_.get(), r));
+  const std::string name = leaf(r);
+  struct stat st;
+  if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+    return Error(Errc::kRefused, r + ": exists and is a " + kindOf(st.st_mode));
+  std::mt19937_64 rng(std::random_device{}());
+  const std::string tmp = "." + name.substr(0, 200) + ".corral-tmp-" + std::to_string(rng());
+  UniqueFd out(::openat(parent.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!out.valid()) return sysError(r + ": create");
+  for (size_t off = 0; off < content.size();) {
+    ssize_t n = ::write(out.get(), content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Error e = sysError(r + ": write");
+      ::unlinkat(parent.get(), tmp.c_str(), 0);
+      return e;
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::renameat(parent.get(), tmp.c_str(), parent.get(), name.c_str()) != 0) {
+    Error e = sysError(r + ": rename");
+    ::unlinkat(parent.get(), tmp.c_str(), 0);
+    return e;
+  }
+  return {};
+}
+
+std::string PrivateWorkspace::hashOf(std::string_view rel) const {
+  auto content = readFile(rel, uint64_t{1} << 32);
+  return content.ok() ? audit::sha256Hex(*content) : std::string();
+}
+
+std::vector<sandbox::OutputResult> PrivateWorkspace::copyOutputsTo(const std::string& host_workspace,
+                                                                   const std::vector<std::string>& outputs) const {
+  return sandbox::workspace::copyBack(dir_.get(), host_workspace, outputs);
+}
+
+}  // namespace corral::agent

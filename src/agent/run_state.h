@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// What one run shares across its agent loops (the root task and every spawned subtask),
+// and what one loop owns. Held by the runner; tools and the loop receive references.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/mailbox.h"
+#include "agent/private_workspace.h"
+#include "audit/trace.h"
+#include "policy/budget.h"
+#include "policy/manifest.h"
+
+namespace corral::agent {
+
+enum class TraceContent { kHashes, kFull };
+
+struct PendingTask {
+  std::string id;
+  std::string parent_id;
+  policy::Manifest manifest;  // attenuated from the parent's
+};
+
+struct TaskOutcome {
+  std::string id;
+  std::string status;          // "finished", "budget_exhausted", "model_error", "error"
+  std::string reason;          // one line
+  std::string summary;         // the model's finish() text (never traced: only its hash)
+  uint32_t turns = 0;
+  uint32_t model_calls = 0;
+};
+
+struct RunCounters {
+  uint32_t tool_calls = 0;
+  uint32_t refusals = 0;
+  uint32_t commands = 0;
+  uint32_t writes = 0;
+  uint64_t input_tokens = 0;
+  uint64_t output_tokens = 0;
+};
+
+struct RunContext {
+  std::string run_id;
+  const policy::Manifest* root = nullptr;
+  PrivateWorkspace* workspace = nullptr;
+  audit::TraceWriter* trace = nullptr;
+  policy::RunBudget* budget = nullptr;
+  Mailbox* mailbox = nullptr;
+  bool apply = false;
+  TraceContent trace_content = TraceContent::kHashes;
+  // Set when an applied `run` cannot be sandboxed on this host: the missing facility.
+  std::optional<std::string> sandbox_unavailable;
+  std::function<policy::Millis()> now;  // monotonic milliseconds
+  std::deque<PendingTask> queue;
+  uint32_t next_task = 1;
+  RunCounters counters;
+  std::vector<TaskOutcome> tasks;
+
+  // Appends a trace entry; a failed append is fatal for the run (the record must be whole),
+  // so callers propagate it.
+  Result<void> record(std::string_view type, nlohmann::json data) { return trace->append(type, data); }
+};
+
+struct TaskState {
+  std::string id;               // "root", "t1", ...
+  const policy::Manifest* manifest = nullptr;  // this loop's (attenuated) manifest
+  policy::TaskBudget* budget = nullptr;
+  uint32_t turn = 0;
+  bool finished = false;
+  std::string summary;
+};
+
+}  // namespace corral::agent

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/sandbox_command.h"
+
+#include <fcntl.h>
+
+#include "policy/env_policy.h"
+#include "sandbox/linux_backend.h"
+
+namespace corral::agent {
+
+Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const PrivateWorkspace& ws,
+                                         const std::vector<std::string>& argv,
+                                         const std::vector<std::string>& gate_env,
+                                         std::chrono::milliseconds timeout) {
+  sandbox::SandboxSpec spec;
+  spec.argv = argv;
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (const auto* list : {&m.env, &gate_env}) {
+    for (const std::string& kv : *list) {
+      auto parsed = policy::env::parseAssignment(kv);
+      if (!parsed.ok()) return parsed.error().wrap("environment");
+      extra.push_back(std::move(*parsed));
+    }
+  }
+  spec.env = policy::env::buildEnvironment(extra);
+  spec.workspace = ws.path();
+  spec.outputs = m.outputs;
+  const policy::SandboxLimitsSpec& l = m.sandbox;
+  spec.limits.memory_bytes = l.memory_bytes;
+  if (l.pids) spec.limits.pids = *l.pids;
+  spec.limits.cpu_time = l.cpu_time;
+  if (l.file_size_bytes) spec.limits.file_size_bytes = *l.file_size_bytes;
+  if (l.tmp_bytes) spec.limits.tmp_bytes = *l.tmp_bytes;
+  if (l.workspace_bytes) spec.limits.workspace_bytes = *l.workspace_bytes;
+  for (const std::string& name : l.allow_weaker) {
+    auto limit = sandbox::limitFromName(name);
+    if (!limit) return Error(Errc::kInvalidArgument, "sandbox.allow_weaker: unknown limit " + name);
+    spec.limits.allow_weaker.push_back(*limit);
+  }
+  spec.limits.timeout = timeout;
+  return spec;
+}
+
+Result<CommandOutcome> runSandboxed(sandbox::SandboxSpec spec, uint64_t keep_bytes) {
+  UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!null_in.valid()) return sysError("/dev/null");
+  ASSIGN_OR_RETURN(std::unique_ptr<OutputCapture> capture, OutputCapture::start(keep_bytes));
+  spec.stdio.in = null_in.get();
+  spec.stdio.out = capture->stdoutFd();
+  spec.stdio.err = capture->stderrFd();
+  auto report = sandbox::runLinux(spec, {});
+  CommandOutcome outcome;
+  outcome.output = capture->finish();
+  if (!report.ok()) return report.error();
+  outcome.exit_code = report->exit_code;
+  outcome.status = report->command_status;
+  outcome.signal = report->signal;
+  outcome.killed_by = sandbox::killedByName(report->killed_by);
+  outcome.wall_ms = report->wall_ms;
+  outcome.outputs = std::move(report->outputs);
+  return outcome;
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// run: the command gate (and git gate) decide; the command runs in a fresh sandbox.
+#include "agent/sandbox_command.h"
+#include "agent/tool_common.h"
+#include "audit/sha256.h"
+#include "policy/command_gate.h"
+#include "policy/git_gate.h"
+
+namespace corral::agent::tools {
+
+using nlohmann::json;
+
+namespace {
+
+// The argv as the policy saw it: short plain arguments as given, others by hash and size.
+json traceArgv(const std::vector<std::string>& argv) {
+  json out = json::array();
+  for (const std::string& a : argv) {
+    std::string t = traceable(a, 256);
+    if (t == a) out.push_back(a);
+    else out.push_back({{"sha256", audit::sha256Hex(a)}, {"bytes", a.size()}});
+  }
+  return out;
+}
+
+json streamJson(const CapturedStream& s, const char* name) {
+  return {{std::string(name) + "_bytes", s.total},
+          {std::string(name) + "_sha256", s.sha256},
+          {std::string(name) + "_truncated", s.truncated()}};
+}
+
+}  // namespace
+
+Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
+  if (auto f = onlyFields(args, {"command", "args"}); !f.ok()) return refuse(run, task, call, "arguments", f.error().message());
+  auto command = stringArg(args, "command", policy::kMaxArgBytes);
+  if (!command.ok()) return refuse(run, task, call, "arguments", command.error().message());
+  std::vector<std::string> argv_in;
+  if (auto it = args.find("args"); it != args.end()) {
+    if (!it->is_array()) return refuse(run, task, call, "arguments", "argument 'args' must be an array of strings");
+    if (it->size() > policy::kMaxArgs)
+      return refuse(run, task, call, "arguments", "more than " + std::to_string(policy::kMaxArgs) + " arguments");
+    for (const json& a : *it) {
+      if (!a.is_string()) return refuse(run, task, call, "arguments", "argument 'args' must be an array of strings");
+      argv_in.push_back(a.get<std::string>());
+    }
+  }
+  json requested = {{"command", traceable(*command, 256)}, {"args", traceArgv(argv_in)}};
+  const policy::CommandDecision d = policy::gateCommand(task.manifest->executables, *command, argv_in);
+  if (!d.allowed) return refuse(run, task, call, d.rule, d.reason, requested);
+  json targs = {{"argv", traceArgv(d.argv)}};
+
+  // A repository's own config can name programs git would run: refuse git there.
+  if (d.argv.at(0) == "git") {
+    auto config = run.workspace->readFile(".git/config", size_t{1} << 20);
+    if (config.ok()) {
+      if (auto c = policy::checkGitConfig(*config); !c.ok())
+        return refuse(run, task, call, "git.config", c.error().message(), targs);
+    } else if (config.error().code() != ENOENT) {
+      return refuse(run, task, call, "git.config", "cannot check .git/config: " + config.error().message(), targs);
+    }
+  }
+  if (!run.apply) {
+    json entry = traceBase(task, call, "dry_run");
+    entry["rule"] = d.rule;
+    entry["args"] = targs;
+    RETURN_IF_ERROR(run.record("tool_call", entry));
+    return ToolResult{modelText({{"ok", true},
+                                 {"dry_run", true},
+                                 {"note", "dry run: the command was allowed by policy but not executed (corral run without --apply)"}}),
+                      false};
+  }
+  if (run.sandbox_unavailable)
+    return refuse(run, task, call, "sandbox-unavailable",
+                  "commands cannot be sandboxed on this host: " + *run.sandbox_unavailable, targs);
+  const policy::Millis timeout = task.budget->commandTimeout(run.now());
+  if (timeout.count() <= 0) return refuse(run, task, call, "budget.wall_time", "no wall time left for a command", targs);
+
+  auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout);
+  if (!spec.ok()) return refuse(run, task, call, "sandbox", spec.error().message(), targs);
+  const uint64_t keep = task.manifest->budgets.max_output_bytes;
+  auto outcome = runSandboxed(std::move(*spec), keep);
+  ++run.counters.commands;
+  json entry = traceBase(task, call, "allow");
+  entry["rule"] = d.rule;
+  entry["args"] = targs;
+  entry["timeout_ms"] = timeout.count();
+  if (!outcome.ok()) {
+    entry["error"] = traceable(outcome.error().message(), 512);
+    RETURN_IF_ERROR(run.record("tool_call", entry));
+    return ToolResult{modelText({{"ok", false}, {"error", "sandbox: " + outcome.error().message()}}), false};
+  }
+  entry["exit_code"] = outcome->exit_code;
+  if (outcome->status) entry["status"] = *outcome->status;
+  if (outcome->signal) entry["signal"] = *outcome->signal;
+  entry["killed_by"] = outcome->killed_by;
+  entry["wall_ms"] = static_cast<int64_t>(outcome->wall_ms);
+  entry.update(streamJson(outcome->output.out, "stdout"));
+  entry.update(streamJson(outcome->output.err, "stderr"));
+  json outs = json::array();
+  for (const sandbox::OutputResult& o : outcome->outputs) {
+    if (o.status == sandbox::OutputResult::Status::kMissing) continue;
+    json x = {{"path", traceable(o.path, 1024)},
+              {"status", o.status == sandbox::OutputResult::Status::kCopied ? "copied" : "refused"},
+              {"bytes", o.bytes}};
+    if (!o.reason.empty()) x["reason"] = o.reason;
+    outs.push_back(std::move(x));
+  }
+  entry["outputs"] = outs;
+  RETURN_IF_ERROR(run.record("tool_call", entry));
+
+  json result = {{"ok", true},
+                 {"exit_code", outcome->exit_code},
+                 {"killed_by", outcome->killed_by},
+                 {"stdout", outcome->output.out.kept},
+                 {"stderr", outcome->output.err.kept}};
+  if (outcome->output.out.truncated()) result["stdout_truncated_from_bytes"] = outcome->output.out.total;
+  if (outcome->output.err.truncated()) result["stderr_truncated_from_bytes"] = outcome->output.err.total;
+  for (const sandbox::OutputResult& o : outcome->outputs)
+    if (o.status == sandbox::OutputResult::Status::kRefused)
+      result["refused_outputs"].push_back(o.path + ": " + o.reason);
+  return ToolResult{modelText(result), false};
+}
+
+}  // namespace corral::agent::tools

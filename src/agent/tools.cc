@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tool schemas, argument decoding and dispatch; the handlers live in tool_*.cc.
+#include "agent/tools.h"
+
+#include "agent/tool_common.h"
+#include "audit/sha256.h"
+
+namespace corral::agent {
+namespace tools {
+
+using nlohmann::json;
+
+Result<void> onlyFields(const json& args, std::initializer_list<std::string_view> allowed) {
+  for (const auto& [key, value] : args.items()) {
+    bool known = false;
+    for (std::string_view a : allowed) known = known || key == a;
+    if (!known) return Error(Errc::kInvalidArgument, "unknown argument '" + traceable(key, 64) + "'");
+  }
+  return {};
+}
+
+Result<std::string> stringArg(const json& args, std::string_view name, size_t max_bytes) {
+  auto it = args.find(name);
+  if (it == args.end()) return Error(Errc::kInvalidArgument, "missing argument '" + std::string(name) + "'");
+  if (!it->is_string()) return Error(Errc::kInvalidArgument, "argument '" + std::string(name) + "' must be a string");
+  const std::string& s = it->get_ref<const std::string&>();
+  if (s.size() > max_bytes)
+    return Error(Errc::kLimit, "argument '" + std::string(name) + "' is " + std::to_string(s.size()) +
+                                   " bytes (limit " + std::to_string(max_bytes) + ")");
+  return s;
+}
+
+std::string modelText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string traceable(std::string_view s, size_t max) {
+  bool plain = s.size() <= max;
+  for (unsigned char c : s) plain = plain && c >= 0x20 && c < 0x7f;
+  return plain ? std::string(s) : "sha256:" + audit::sha256Hex(s);
+}
+
+json traceBase(const TaskState& task, const ToolCall& call, std::string_view decision) {
+  return json{{"task", task.id},       {"turn", task.turn},         {"call_id", traceable(call.id, 128)},
+              {"tool", traceable(call.name, 64)}, {"decision", decision}};
+}
+
+Result<ToolResult> refuse(RunContext& run, TaskState& task, const ToolCall& call, std::string_view rule,
+                          std::string reason, json trace_args) {
+  if (reason.size() > 512) reason = reason.substr(0, 509) + "...";
+  ++run.counters.refusals;
+  json entry = traceBase(task, call, "refuse");
+  entry["rule"] = rule;
+  entry["reason"] = traceable(reason, 512);
+  entry["args"] = std::move(trace_args);
+  RETURN_IF_ERROR(run.record("tool_call", entry));
+  return ToolResult{modelText({{"ok", false}, {"refused", rule}, {"reason", reason}}), false};
+}
+
+}  // namespace tools
+
+using nlohmann::json;
+
+namespace {
+
+json objectSchema(json properties, std::vector<std::string> required) {
+  return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)},
+          {"additionalProperties", false}};
+}
+
+struct Entry {
+  const char* name;
+  tools::Handler handler;
+};
+constexpr Entry kHandlers[] = {
+    {"read", tools::read},
+    {"write", tools::write},
+    {"run", tools::run},
+    {"mailbox_send", tools::mailboxSend},
+    {"mailbox_read", tools::mailboxRead},
+    {"spawn", tools::spawn},
+    {"finish", tools::finish},
+};
+
+}  // namespace
+
+std::vector<ToolSpec> toolSpecs() {
+  const json str = {{"type", "string"}};
+  return {
+      {"read", "Read a declared input or output file of the workspace (relative path).",
+       objectSchema({{"path", str}}, {"path"})},
+      {"write", "Replace the content of a declared output file (relative path).",
+       objectSchema({{"path", str}, {"content", str}}, {"path", "content"})},
+      {"run",
+       "Run an allowlisted program in a fresh sandbox with the workspace as its current directory. "
+       "command is the program's name; args is its argument list (no shell: no pipes, redirections or quoting).",
+       objectSchema({{"command", str}, {"args", {{"type", "array"}, {"items", str}}}}, {"command", "args"})},
+      {"mailbox_send", "Send a message to the operator.", objectSchema({{"to", str}, {"body", str}}, {"to", "body"})},
+      {"mailbox_read", "Read new messages from the operator.", objectSchema(json::object(), {})},
+      {"spawn",
+       "Queue a subtask that runs after this task finishes, with at most this task's inputs, outputs, executables and "
+       "remaining budget. scope may narrow inputs, outputs, executables and budgets.",
+       objectSchema({{"task", str}, {"scope", {{"type", "object"}}}}, {"task"})},
+      {"finish", "End this task with a short summary of what was done.", objectSchema({{"summary", str}}, {"summary"})},
+  };
+}
+
+Result<ToolResult> refuseToolCall(RunContext& run, TaskState& task, const ToolCall& call, std::string_view rule,
+                                  std::string_view reason) {
+  return tools::refuse(run, task, call, rule, std::string(reason));
+}
+
+Result<ToolResult> handleToolCall(RunContext& run, TaskState& task, const ToolCall& call) {
+  ++run.counters.tool_calls;
+  tools::Handler handler = nullptr;
+  for (const Entry& e : kHandlers)
+    if (call.name == e.name) handler = e.handler;
+  if (handler == nullptr)
+    return tools::refuse(run, task, call, "unknown-tool", "no tool named '" + tools::traceable(call.name, 64) + "'");
+  if (call.arguments_json.size() > kMaxToolArgumentsBytes)
+    return tools::refuse(run, task, call, "arguments.size",
+                         "arguments are " + std::to_string(call.arguments_json.size()) + " bytes (limit " +
+                             std::to_string(kMaxToolArgumentsBytes) + ")");
+  json args;
+  try {
+    args = call.arguments_json.empty() ? json::object() : json::parse(call.arguments_json);
+  } catch (const json::exception&) {
+    return tools::refuse(run, task, call, "arguments.json", "arguments are not valid JSON");
+  }
+  if (!args.is_object()) return tools::refuse(run, task, call, "arguments.shape", "arguments must be a JSON object");
+  return handler(run, task, call, args);
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// `corral run`: flags in, agent::runManifest, a short summary (or --json) out.
+#include "cli/run.h"
+
+#include <cstdio>
+#include <string_view>
+
+#include "agent/runner.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]\n"
+    "                           [--trace-content hashes]\n"
+    "  Drives the manifest's model through policy-gated tools (read, write, run, mailbox, spawn,\n"
+    "  finish). Without --apply, writes and commands are validated and traced but not applied.\n"
+    "  WORKSPACE defaults to the manifest's folder; the audit record goes to WORKSPACE/.corral.\n"
+    "  Signs result.json with --signing-key FILE or $CORRAL_AUDIT_PRIVATE_KEY (PEM text).\n"
+    "  Exit: 0 finished, 1 failed (model endpoint or run error), 2 a budget ended it before\n"
+    "  finish, 125 refused before the run started. Manifest format: docs/manifest.md.\n";
+
+struct Args {
+  agent::RunRequest request;
+  bool json = false;
+  bool help = false;
+};
+
+Result<Args> parseArgs(const std::vector<std::string>& args) {
+  Args out;
+  bool have_manifest = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    auto value = [&](std::string_view flag) -> Result<std::string> {
+      if (a.size() > flag.size() && a[flag.size()] == '=') return std::string(a.substr(flag.size() + 1));
+      if (i + 1 >= args.size()) return Error(Errc::kInvalidArgument, std::string(flag) + " needs a value");
+      return args[++i];
+    };
+    auto is = [&](std::string_view flag) {
+      return a == flag || (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=');
+    };
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+    } else if (a == "--apply") {
+      out.request.apply = true;
+    } else if (a == "--json") {
+      out.json = true;
+    } else if (is("--workspace")) {
+      ASSIGN_OR_RETURN(std::string w, value("--workspace"));
+      if (w.empty()) return Error(Errc::kInvalidArgument, "--workspace needs a value");
+      out.request.workspace = w;
+    } else if (is("--signing-key")) {
+      ASSIGN_OR_RETURN(out.request.signing_key_file, value("--signing-key"));
+      if (out.request.signing_key_file.empty()) return Error(Errc::kInvalidArgument, "--signing-key needs a value");
+    } else if (is("--trace-content")) {
+      ASSIGN_OR_RETURN(std::string v, value("--trace-content"));
+      if (v != "hashes")
+        return Error(Errc::kInvalidArgument, "--trace-content: only 'hashes' is available in this build");
+    } else if (!a.empty() && a[0] == '-') {
+      return Error(Errc::kInvalidArgument, "unknown option " + std::string(a.substr(0, 64)) + " (try corral run --help)");
+    } else if (!have_manifest) {
+      out.request.manifest_path = std::string(a);
+      have_manifest = true;
+    } else {
+      return Error(Errc::kInvalidArgument, "unexpected argument " + std::string(a.substr(0, 64)));
+    }
+  }
+  if (!out.help && !have_manifest) return Error(Errc::kInvalidArgument, "missing MANIFEST (try corral run --help)");
+  return out;
+}
+
+}  // namespace
+
+int runMain(const std::vector<std::string>& args) {
+  auto parsed = parseArgs(args);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "corral: run: %s\n", parsed.error().message().c_str());
+    return agent::kRunRefused;
+  }
+  if (parsed->help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  auto summary = agent::runManifest(parsed->request);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "corral: run: %s\n", summary.error().message().c_str());
+    return agent::kRunRefused;
+  }
+  if (parsed->json) {
+    nlohmann::json out = summary->body;
+    out["exit_code"] = summary->exit_code;
+    out["workspace"] = summary->workspace;
+    std::puts(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::fputs(agent::humanSummary(*summary).c_str(), stdout);
+  }
+  return summary->exit_code;
+}
+
+}  // namespace corral::cli

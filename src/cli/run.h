@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+#include <string>
+#include <vector>
+
+namespace corral::cli {
+
+// `corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]`.
+int runMain(const std::vector<std::string>& args);
+
+}  // namespace corral::cli
