@@ -60,7 +60,10 @@ class Stream {
     }
     auto c = static_cast<unsigned char>(text_[pos_++]);
     if (c == '\r' && pos_ < text_.size() && text_[pos_] == '\n') c = static_cast<unsigned char>(text_[pos_++]);
-    if (c == '\n') ++line_;
+    // line() is the line of the character just read, so an error found at a '\n' names
+    // the line it ends.
+    if (after_newline_) ++line_;
+    after_newline_ = c == '\n';
     if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) bad_ = true;
     return c;
   }
@@ -72,6 +75,7 @@ class Stream {
   std::string_view text_;
   size_t pos_ = 0;
   size_t line_ = 1;
+  bool after_newline_ = false;
   bool eof_ = false;
   bool bad_ = false;
 };

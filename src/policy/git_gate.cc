@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <vector>
 
 #include "policy/units.h"
 
@@ -81,20 +82,27 @@ constexpr ExactAllowed kExactAllowed[] = {
     {"filter", "rev-list"},                   // --filter=<spec>, not --filters
 };
 
-// Short options refused per subcommand, and the short options that take their argument
-// from the rest of the cluster ("-mFix" is -m "Fix"): scanning stops there. Listing too few
-// stop letters only refuses more; a letter that takes no argument must never be listed.
-struct ShortRules {
+// Short options refused per subcommand (each the short form of a kDeniedLong entry), and
+// the short options that take their argument from the rest of the cluster ("-mFix" is
+// -m "Fix"): scanning stops there. Listing too few stop letters only refuses more; a letter
+// that takes no argument must never be listed as a stop.
+struct DeniedShort {
   std::string_view subcommand;
-  std::string_view denied;
-  std::string_view stops;
+  char letter;
+  std::string_view long_name;
 };
-constexpr ShortRules kShortRules[] = {
-    {"add", "pie", ""},                 // --patch --interactive --edit
-    {"commit", "Setcp", "mFC"},         // --gpg-sign --edit --template --reedit-message --patch
-    {"notes", "ce", "mFC"},             // notes add/append: --reedit-message, -e (edit, older gits)
-    {"grep", "O", "efABCm"},            // --open-files-in-pager
+constexpr DeniedShort kDeniedShort[] = {
+    {"add", 'p', "patch"},          {"add", 'i', "interactive"},   {"add", 'e', "edit"},
+    {"commit", 'S', "gpg-sign"},    {"commit", 'e', "edit"},       {"commit", 't', "template"},
+    {"commit", 'c', "reedit-message"}, {"commit", 'p', "patch"},
+    {"notes", 'c', "reedit-message"},  {"notes", 'e', "edit"},     // notes add/append
+    {"grep", 'O', "open-files-in-pager"},
 };
+struct ShortStops {
+  std::string_view subcommand;
+  std::string_view letters;
+};
+constexpr ShortStops kShortStops[] = {{"commit", "mFC"}, {"notes", "mFC"}, {"grep", "efABCm"}};
 
 // -c pins: command-line config outranks every config file, and git hands it to the git
 // processes it starts (GIT_CONFIG_PARAMETERS). docs/command-gate.md gives each reason.
@@ -138,6 +146,12 @@ bool exactAllowed(std::string_view name, std::string_view sub) {
                      [&](const ExactAllowed& e) { return e.name == name && contains(e.subcommands, sub); });
 }
 
+std::string_view whyDenied(std::string_view long_name) {
+  for (const DeniedLong& d : kDeniedLong)
+    if (d.name == long_name) return d.why;
+  return "is refused";
+}
+
 // One long option "--name[=value]" (the "--" already stripped).
 std::optional<CommandDecision> checkLong(std::string_view body, std::string_view sub, size_t i) {
   std::string_view name = body.substr(0, body.find('='));
@@ -150,26 +164,31 @@ std::optional<CommandDecision> checkLong(std::string_view body, std::string_view
     return refuse("git.option", argName(i) + ": git " + std::string(sub) +
                                     " --ignore-submodules is allowed only as --ignore-submodules[=all]");
   if (name.empty() || exactAllowed(name, sub)) return std::nullopt;
-  for (const DeniedLong& d : kDeniedLong) {
-    if (!contains(d.subcommands, sub) || d.name.substr(0, name.size()) != name) continue;
-    return refuse("git.option", argName(i) + " is git " + std::string(sub) + " --" + std::string(d.name) +
-                                    (name.size() < d.name.size() ? " (abbreviated)" : "") + ", which " +
-                                    std::string(d.why));
-  }
-  return std::nullopt;
+  std::vector<std::string_view> hits;
+  for (const DeniedLong& d : kDeniedLong)
+    if (contains(d.subcommands, sub) && d.name.substr(0, name.size()) == name) hits.push_back(d.name);
+  if (hits.empty()) return std::nullopt;
+  if (hits.size() == 1 && hits[0] == name)
+    return refuse("git.option", argName(i) + " is git " + std::string(sub) + " --" + std::string(name) + ", which " +
+                                    std::string(whyDenied(name)));
+  std::string names;
+  for (std::string_view h : hits) names += (names.empty() ? "--" : ", --") + std::string(h);
+  return refuse("git.option", argName(i) + " ('--" + shortShown(name) + "') may abbreviate git " + std::string(sub) +
+                                  " " + names + ": refused (" + std::string(whyDenied(hits[0])) + ")");
 }
 
 // One cluster of short options "-abc" (the "-" already stripped).
 std::optional<CommandDecision> checkShort(std::string_view cluster, std::string_view sub, size_t i) {
-  const ShortRules* rules = nullptr;
-  for (const ShortRules& r : kShortRules)
-    if (r.subcommand == sub) rules = &r;
-  if (rules == nullptr) return std::nullopt;
+  std::string_view stops;
+  for (const ShortStops& s : kShortStops)
+    if (s.subcommand == sub) stops = s.letters;
   for (char c : cluster) {
-    if (rules->denied.find(c) != std::string_view::npos)
-      return refuse("git.option", argName(i) + ": git " + std::string(sub) + " option -" + std::string(1, c) +
-                                      " is refused (it starts an editor, a pager, gpg or an interactive mode)");
-    if (rules->stops.find(c) != std::string_view::npos) break;
+    for (const DeniedShort& d : kDeniedShort)
+      if (d.subcommand == sub && d.letter == c)
+        return refuse("git.option", argName(i) + ": git " + std::string(sub) + " -" + std::string(1, c) + " (--" +
+                                        std::string(d.long_name) + ") is refused: it " +
+                                        std::string(whyDenied(d.long_name)));
+    if (stops.find(c) != std::string_view::npos) break;
   }
   return std::nullopt;
 }
