@@ -26,8 +26,15 @@ struct CommandDecision {
 // be exactly one of `allowed` (basenames). Every argument is refused when it holds a shell
 // metacharacter (kShellMetachars), a control byte (including NUL, CR, LF) or invalid UTF-8,
 // or when a size limit above is exceeded. When the basename is "git", gateGit() also decides.
+// '~' counts only where a shell would expand it (first byte, or right after '=' or ':'), so
+// git revisions such as HEAD~1 pass. docs/command-gate.md lists every rule.
 CommandDecision gateCommand(const std::vector<std::string>& allowed, std::string_view command,
                             const std::vector<std::string>& args);
+
+// The argument rules above on their own, shared by gateCommand and gateGit. Refuses with the
+// first offending argument ("argument N" is args[N-1], i.e. argv[N]); otherwise returns an
+// allowed decision with empty argv.
+CommandDecision checkArguments(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kShellMetachars = ";&|$`<>(){}[]*?!~\\'\"#";
 

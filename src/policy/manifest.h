@@ -16,6 +16,9 @@ namespace corral::policy {
 
 inline constexpr size_t kMaxManifestBytes = size_t{1} << 20;  // 1 MiB
 inline constexpr int kManifestVersion = 1;
+inline constexpr size_t kMaxTaskBytes = size_t{64} << 10;    // task text, manifest and spawn
+inline constexpr size_t kMaxScopeBytes = size_t{64} << 10;   // a spawn scope object
+inline constexpr size_t kMaxListEntries = 1024;              // inputs, outputs, executables, env, ...
 
 struct ModelSpec {
   std::string provider;                     // "openai" | "ollama" | "anthropic" | "replay"
@@ -26,6 +29,8 @@ struct ModelSpec {
   std::chrono::milliseconds timeout{60000}; // per model call attempt
   uint32_t max_retries = 2;                 // each retry counts against budgets.max_model_calls
   uint32_t max_tokens = 4096;               // per reply (Anthropic requires it; others pass it on)
+
+  friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
 // Every ceiling is enforced by runner code; nothing a model returns can change one.
@@ -37,6 +42,8 @@ struct Budgets {
   uint64_t max_output_bytes = 64 * 1024;    // per tool result returned to the model (stdout, stderr, read)
   uint32_t max_loops = 4;                   // agent loops in the whole run: the root and every subtask
   uint32_t max_pending_tasks = 2;           // spawned subtasks queued and not yet started
+
+  friend bool operator==(const Budgets&, const Budgets&) = default;
 };
 
 // Sandbox limits for each `run` tool call (names and units as in `corral exec`).
@@ -48,12 +55,16 @@ struct SandboxLimitsSpec {
   std::optional<uint64_t> tmp_bytes;
   std::optional<uint64_t> workspace_bytes;
   std::vector<std::string> allow_weaker;    // limit names, as `exec --allow-weaker`
+
+  friend bool operator==(const SandboxLimitsSpec&, const SandboxLimitsSpec&) = default;
 };
 
 // Parsed but refused by validation until the egress proxy lands (issue #4): kept so the
 // error names the feature instead of "unknown field".
 struct NetworkSpec {
   std::vector<std::string> allow;           // scheme://host[:port] grants
+
+  friend bool operator==(const NetworkSpec&, const NetworkSpec&) = default;
 };
 struct CredentialSpec {
   std::string name;
@@ -61,6 +72,8 @@ struct CredentialSpec {
   std::string url;                          // scheme://host[:port] it is injected toward
   std::string header = "Authorization";
   std::string format = "Bearer {}";
+
+  friend bool operator==(const CredentialSpec&, const CredentialSpec&) = default;
 };
 
 struct Manifest {
@@ -75,6 +88,8 @@ struct Manifest {
   std::vector<CredentialSpec> credentials;
   Budgets budgets;
   SandboxLimitsSpec sandbox;
+
+  friend bool operator==(const Manifest&, const Manifest&) = default;
 };
 
 // Parses and validates. Errors (kInvalidArgument) name the JSON path and the rule, e.g.

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// OpenAI-compatible chat completions: request building and reply parsing.
+#include "agent/wire_openai.h"
+
+#include "agent/wire_json.h"
+
+namespace corral::agent::wire {
+namespace {
+
+using nlohmann::json;
+constexpr std::string_view kWhat = "openai";
+
+json assistantMessage(const Message& m) {
+  json out = {{"role", "assistant"}};
+  if (m.tool_calls.empty()) {
+    out["content"] = m.content;
+    return out;
+  }
+  // With tool calls the API takes null for "no text"; an empty string is refused by some
+  // compatible servers.
+  out["content"] = m.content.empty() ? json(nullptr) : json(m.content);
+  json calls = json::array();
+  for (const ToolCall& c : m.tool_calls)
+    calls.push_back({{"id", c.id},
+                     {"type", "function"},
+                     {"function", {{"name", c.name}, {"arguments", c.arguments_json}}}});
+  out["tool_calls"] = std::move(calls);
+  return out;
+}
+
+}  // namespace
+
+json toolParameters(const ToolSpec& tool) {
+  if (tool.parameters.is_object()) return tool.parameters;
+  return {{"type", "object"}, {"properties", json::object()}};
+}
+
+json openaiRequest(std::string_view model, const std::vector<Message>& conversation,
+                   const std::vector<ToolSpec>& tools, uint32_t max_tokens) {
+  json messages = json::array();
+  for (const Message& m : conversation) {
+    switch (m.role) {
+      case Role::kSystem:
+      case Role::kUser:
+        messages.push_back({{"role", roleName(m.role)}, {"content", m.content}});
+        break;
+      case Role::kAssistant:
+        messages.push_back(assistantMessage(m));
+        break;
+      case Role::kTool:
+        messages.push_back({{"role", "tool"}, {"tool_call_id", m.tool_call_id}, {"content", m.content}});
+        break;
+    }
+  }
+  json body = {{"model", model}, {"messages", std::move(messages)}, {"max_tokens", max_tokens}};
+  if (!tools.empty()) {
+    json specs = json::array();
+    for (const ToolSpec& t : tools)
+      specs.push_back({{"type", "function"},
+                       {"function", {{"name", t.name}, {"description", t.description},
+                                     {"parameters", toolParameters(t)}}}});
+    body["tools"] = std::move(specs);
+  }
+  return body;
+}
+
+Result<ModelReply> parseOpenaiReply(std::string_view body, uint64_t first_call_number) {
+  ASSIGN_OR_RETURN(json doc, parseJson(body, kWhat, /*strict=*/false));
+  if (!doc.is_object()) return malformed(kWhat, "response is not an object");
+  auto choices = doc.find("choices");
+  if (choices == doc.end() || !choices->is_array() || choices->empty())
+    return malformed(kWhat, "choices missing or empty");
+  const json& choice = (*choices)[0];
+  if (!choice.is_object()) return malformed(kWhat, "choices[0] is not an object");
+  auto message = choice.find("message");
+  if (message == choice.end() || !message->is_object()) return malformed(kWhat, "choices[0].message missing");
+
+  ModelReply reply;
+  if (auto content = message->find("content"); content != message->end() && !content->is_null()) {
+    if (!content->is_string()) return malformed(kWhat, "choices[0].message.content is not a string");
+    reply.content = content->get<std::string>();
+  }
+  if (auto calls = message->find("tool_calls"); calls != message->end() && !calls->is_null()) {
+    if (!calls->is_array()) return malformed(kWhat, "choices[0].message.tool_calls is not an array");
+    for (size_t i = 0; i < calls->size(); ++i) {
+      const json& call = (*calls)[i];
+      const std::string path = "choices[0].message.tool_calls[" + std::to_string(i) + "]";
+      if (!call.is_object()) return malformed(kWhat, path + " is not an object");
+      auto fn = call.find("function");
+      if (fn == call.end() || !fn->is_object()) return malformed(kWhat, path + ".function missing");
+      auto name = fn->find("name");
+      if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+        return malformed(kWhat, path + ".function.name missing");
+      ToolCall tc;
+      tc.name = name->get<std::string>();
+      auto args = fn->find("arguments");
+      // The API sends a JSON *string*; kept verbatim so the runner sees what the model wrote.
+      // Some compatible servers send the object itself; that is re-serialised.
+      if (args == fn->end() || args->is_null()) return malformed(kWhat, path + ".function.arguments missing");
+      if (args->is_string()) tc.arguments_json = args->get<std::string>();
+      else if (args->is_object()) tc.arguments_json = dumpJson(*args);
+      else return malformed(kWhat, path + ".function.arguments is not a string");
+      auto id = call.find("id");
+      if (id != call.end() && id->is_string() && !id->get_ref<const std::string&>().empty())
+        tc.id = id->get<std::string>();
+      else
+        tc.id = "call_" + std::to_string(first_call_number + i);
+      reply.tool_calls.push_back(std::move(tc));
+    }
+  }
+  if (auto finish = choice.find("finish_reason"); finish != choice.end() && finish->is_string())
+    reply.stop_reason = finish->get<std::string>();
+  if (auto usage = doc.find("usage"); usage != doc.end() && !usage->is_null()) {
+    if (!usage->is_object()) return malformed(kWhat, "usage is not an object");
+    ASSIGN_OR_RETURN(reply.usage.input_tokens, optionalCount(*usage, "prompt_tokens", kWhat, "usage"));
+    ASSIGN_OR_RETURN(reply.usage.output_tokens, optionalCount(*usage, "completion_tokens", kWhat, "usage"));
+  }
+  return reply;
+}
+
+}  // namespace corral::agent::wire

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// Input patterns: their rules, matching a workspace path, and whether one pattern lies
+// within another (for spawn scopes).
+#include <vector>
+
+#include "policy/manifest_fields.h"
+#include "policy/path_policy.h"
+
+namespace corral::policy {
+namespace {
+
+constexpr std::string_view kReserved = ".corral";
+
+std::vector<std::string_view> split(std::string_view p) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t slash = p.find('/', start);
+    parts.push_back(p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    if (slash == std::string_view::npos) return parts;
+    start = slash + 1;
+  }
+}
+
+// Bytes in the character at s[i]: a lead byte and the continuation bytes that follow it
+// (at most 3); a stray byte counts as one character. '?' and '*' step by these, so a
+// pattern never matches half of a UTF-8 character.
+size_t charLen(std::string_view s, size_t i) {
+  auto lead = static_cast<unsigned char>(s[i]);
+  size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  size_t n = 1;
+  while (n < want && i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xc0) == 0x80) ++n;
+  return n;
+}
+
+// One component against one pattern component ('*', '?', literal bytes).
+bool componentMatch(std::string_view pat, std::string_view name) {
+  // A leading '.' is matched only by a literal one: "*" and "?" do not reach dotfiles.
+  if (!name.empty() && name.front() == '.' && (pat.empty() || pat.front() != '.')) return false;
+  constexpr size_t kNone = std::string_view::npos;
+  size_t p = 0, n = 0, star_p = kNone, star_n = 0;
+  while (n < name.size()) {
+    if (p < pat.size() && pat[p] == '*') {
+      star_p = ++p;
+      star_n = n;
+    } else if (p < pat.size() && pat[p] == '?') {
+      ++p;
+      n += charLen(name, n);
+    } else if (p < pat.size() && pat[p] == name[n]) {
+      ++p;
+      ++n;
+    } else if (star_p != kNone) {
+      // Greedy '*' with one backtrack point is exact here: a later '*' can absorb anything
+      // an earlier one could, since neither may cross '/'.
+      star_n += charLen(name, star_n);
+      n = star_n;
+      p = star_p;
+    } else {
+      return false;
+    }
+  }
+  while (p < pat.size() && pat[p] == '*') ++p;
+  return p == pat.size();
+}
+
+bool dotLeading(std::string_view comp) { return !comp.empty() && comp.front() == '.'; }
+
+// A workspace path in normal form: relative, no empty, "." or ".." component.
+bool normalPath(const std::vector<std::string_view>& comps) {
+  for (std::string_view c : comps)
+    if (c.empty() || c == "." || c == "..") return false;
+  return true;
+}
+
+}  // namespace
+
+bool isGlob(std::string_view pattern) { return pattern.find_first_of("*?") != std::string_view::npos; }
+
+bool inputGlobMatch(std::string_view pattern, std::string_view path) {
+  if (pattern.empty() || path.empty()) return false;
+  std::vector<std::string_view> pc = split(pattern), sc = split(path);
+  if (!normalPath(sc)) return false;
+  // match[j]: the pattern components so far match the first j path components. "**" extends
+  // a match over any run of components that do not start with '.'.
+  std::vector<char> match(sc.size() + 1, 0), next(sc.size() + 1, 0);
+  match[0] = 1;
+  for (std::string_view p : pc) {
+    if (p == "**") {
+      next[0] = match[0];
+      for (size_t j = 1; j <= sc.size(); ++j) next[j] = match[j] || (next[j - 1] && !dotLeading(sc[j - 1]));
+    } else {
+      next[0] = 0;
+      for (size_t j = 1; j <= sc.size(); ++j) next[j] = match[j - 1] && componentMatch(p, sc[j - 1]);
+    }
+    match.swap(next);
+  }
+  return match[sc.size()] != 0;
+}
+
+namespace manifest_fields {
+
+Result<std::string> inputPattern(std::string_view p) {
+  auto invalid = [&](std::string why) { return Error(Errc::kInvalidArgument, shown(p) + " " + why); };
+  if (p.empty()) return Error(Errc::kInvalidArgument, "is empty");
+  if (p.front() == '/') return invalid("is absolute; inputs are relative to the workspace");
+  // Glob characters are ordinary bytes to outputPath: it checks the normal form and the
+  // literal .corral/ prefix.
+  if (auto r = path::outputPath(p); !r.ok()) return invalid(r.error().context());
+  std::vector<std::string_view> comps = split(p);
+  for (std::string_view c : comps)
+    if (c != "**" && c.find("**") != std::string_view::npos) return invalid("uses '**' inside a component; it must stand alone, as in 'src/**'");
+  // "**" never enters a dot directory, so only the first other component can reach .corral/.
+  for (std::string_view c : comps) {
+    if (c == "**") continue;
+    if (componentMatch(c, kReserved)) return invalid("can match .corral/, which corral reserves");
+    break;
+  }
+  return std::string(p);
+}
+
+bool patternWithin(std::string_view child, std::string_view parent) {
+  if (child == parent) return true;
+  if (!isGlob(child)) return inputGlobMatch(parent, child);
+  // A glob is within "D/**" (D literal) or "**" when it starts with D's components and none
+  // of its own after them starts with '.': each can then match only names "**" also matches.
+  std::vector<std::string_view> pc = split(parent), cc = split(child);
+  if (pc.back() != "**") return false;
+  pc.pop_back();
+  for (std::string_view d : pc)
+    if (isGlob(d)) return false;
+  if (cc.size() <= pc.size()) return false;
+  for (size_t i = 0; i < pc.size(); ++i)
+    if (cc[i] != pc[i]) return false;
+  for (size_t i = pc.size(); i < cc.size(); ++i)
+    if (dotLeading(cc[i])) return false;
+  return true;
+}
+
+}  // namespace manifest_fields
+}  // namespace corral::policy

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests for inputGlobMatch and isGlob: '*' and '?' stay inside a component, "**" spans
+// components, and nothing but a literal '.' reaches a dotfile.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "policy/manifest.h"
+
+namespace corral::policy {
+namespace {
+
+struct Case {
+  const char* pattern;
+  const char* path;
+  bool match;
+};
+
+void expectAll(std::initializer_list<Case> cases) {
+  for (const Case& c : cases)
+    EXPECT_EQ(inputGlobMatch(c.pattern, c.path), c.match) << "pattern '" << c.pattern << "' path '" << c.path << "'";
+}
+
+TEST(IsGlob, StarAndQuestionMarkOnly) {
+  EXPECT_TRUE(isGlob("*.py"));
+  EXPECT_TRUE(isGlob("src/**"));
+  EXPECT_TRUE(isGlob("a?c"));
+  EXPECT_FALSE(isGlob("src/main.py"));
+  EXPECT_FALSE(isGlob("a[1].txt"));
+  EXPECT_FALSE(isGlob(""));
+}
+
+TEST(InputGlobMatch, ExactPatternMatchesOnlyThatPath) {
+  expectAll({{"README.md", "README.md", true},
+             {"src/main.py", "src/main.py", true},
+             {"src", "src/main.py", false},
+             {"src/main.py", "src", false},
+             {"README.md", "README.mdx", false},
+             {"README.md", "readme.md", false},
+             {"a[1].txt", "a[1].txt", true},
+             {"a[1].txt", "a1.txt", false},
+             {"a\\*", "a\\*", true}});
+}
+
+TEST(InputGlobMatch, StarStaysInOneComponent) {
+  expectAll({{"src/*.py", "src/a.py", true},
+             {"src/*.py", "src/.py", false},
+             {"src/*.py", "src/a/b.py", false},
+             {"*", "a", true},
+             {"*", "a/b", false},
+             {"*.py", "src/a.py", false},
+             {"*a*b*", "xxaxxbxx", true},
+             {"*a*b*", "xxbxxaxx", false},
+             {"a*b*c", "abbbbc", true},
+             {"a*b*c", "abcbcx", false},
+             {"*.tar.gz", "x.tar.gz", true},
+             {"*.tar.gz", "x.tar.gzz", false},
+             {"*", "", false}});
+}
+
+TEST(InputGlobMatch, QuestionMarkIsOneCharacterNeverSlash) {
+  expectAll({{"?.txt", "a.txt", true},
+             {"?.txt", "ab.txt", false},
+             {"?.txt", ".txt", false},
+             {"a?b", "a/b", false},
+             {"?", "\xc3\xa9", true},       // é: one character, two bytes
+             {"??", "\xc3\xa9", false},
+             {"caf?", "caf\xc3\xa9", true},
+             {"*?", "\xc3\xa9", true},
+             {"?", "\xf0\x9f\x98\x80", true}});  // one 4-byte character
+}
+
+TEST(InputGlobMatch, DoubleStarAtStartMiddleAndEnd) {
+  expectAll({{"**/*.py", "a.py", true},
+             {"**/*.py", "a/b/c.py", true},
+             {"**/*.py", "a/b/c.txt", false},
+             {"src/**/test_*.py", "src/test_a.py", true},
+             {"src/**/test_*.py", "src/x/y/test_a.py", true},
+             {"src/**/test_*.py", "srcx/test_a.py", false},
+             {"src/**/test_*.py", "src/x/a_test.py", false},
+             {"src/**", "src", true},
+             {"src/**", "src/a", true},
+             {"src/**", "src/a/b/c", true},
+             {"src/**", "srcx/a", false},
+             {"src/**", "other/src/a", false},
+             {"**", "a", true},
+             {"**", "a/b/c", true},
+             {"a/**/b/**/c", "a/b/c", true},
+             {"a/**/b/**/c", "a/x/b/y/z/c", true},
+             {"a/**/b/**/c", "a/x/y/c", false},
+             {"**/**", "a/b", true}});
+}
+
+TEST(InputGlobMatch, DotfilesNeedALiteralDot) {
+  expectAll({{"**", ".env", false},
+             {"**", "a/.git/config", false},
+             {"src/**", "src/.env", false},
+             {"**/*.py", ".hidden/a.py", false},
+             {"*", ".env", false},
+             {".*", ".env", true},
+             {".github/*.yml", ".github/ci.yml", true},
+             {".github/**", ".github/workflows/ci.yml", true},
+             {"src/.env", "src/.env", true},
+             {"src/.*", "src/.env", true}});
+}
+
+TEST(InputGlobMatch, PathsOutsideNormalFormNeverMatch) {
+  expectAll({{"**", "a/../b", false},
+             {"**", "./a", false},
+             {"**", "a//b", false},
+             {"*/**", "/etc/passwd", false},
+             {"**", "a/", false},
+             {"**", "", false},
+             {"", "", false},
+             {"", "a", false},
+             {"src/**", "src/../.corral/x", false}});
+}
+
+TEST(InputGlobMatch, LongInputsFinishQuickly) {
+  // Many stars against a near-miss: the greedy matcher is linear-ish per component, and
+  // "**" is a table over components, so neither explodes.
+  std::string pattern, path;
+  for (int i = 0; i < 100; ++i) pattern += "*a";
+  pattern += "*b";
+  path.assign(250, 'a');
+  EXPECT_FALSE(inputGlobMatch(pattern, path));
+  pattern.clear();
+  path.clear();
+  for (int i = 0; i < 1000; ++i) {
+    pattern += "**/";
+    path += "d/";
+  }
+  pattern += "x";
+  path += "y";
+  EXPECT_FALSE(inputGlobMatch(pattern, path));
+}
+
+}  // namespace
+}  // namespace corral::policy
