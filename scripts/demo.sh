@@ -34,7 +34,7 @@ for line in open(sys.argv[1]):
         what = " ".join(str(a) for a in args.get("argv", [])) or args.get("path") or args.get("command", "")
         extra = ""
         if "exit_code" in d:
-            extra = f" -> exit {d['exit_code']}, stdout {d['stdout_bytes']} bytes"
+            extra = f" -> exit {d['exit_code']}, output {d['stdout_bytes'] + d['stderr_bytes']} bytes"
         if d["decision"] == "refuse":
             extra = f" -> REFUSED [{d['rule']}] {d['reason']}"
         print(f"  {d['tool']:<7} {d['decision']:<8} {what}{extra}")

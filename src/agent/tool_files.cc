@@ -29,12 +29,17 @@ Result<std::string> checkedPath(const json& args) {
   return path;
 }
 
+// A missing or mistyped argument is an "arguments" refusal; a path policy refused is "path".
+std::string_view pathRule(const Error& e) {
+  return e.code() == static_cast<int>(Errc::kRefused) ? "path" : "arguments";
+}
+
 }  // namespace
 
 Result<ToolResult> read(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
   if (auto f = onlyFields(args, {"path"}); !f.ok()) return refuse(run, task, call, "arguments", f.error().message());
   auto path = checkedPath(args);
-  if (!path.ok()) return refuse(run, task, call, "path", path.error().message());
+  if (!path.ok()) return refuse(run, task, call, pathRule(path.error()), path.error().message());
   const json targs = {{"path", traceable(*path, 1024)}};
   if (!isInput(*task.manifest, *path) && !isOutput(*task.manifest, *path))
     return refuse(run, task, call, "not-declared", *path + " is not a declared input or output", targs);
@@ -57,7 +62,7 @@ Result<ToolResult> write(RunContext& run, TaskState& task, const ToolCall& call,
   if (auto f = onlyFields(args, {"path", "content"}); !f.ok())
     return refuse(run, task, call, "arguments", f.error().message());
   auto path = checkedPath(args);
-  if (!path.ok()) return refuse(run, task, call, "path", path.error().message());
+  if (!path.ok()) return refuse(run, task, call, pathRule(path.error()), path.error().message());
   auto content = stringArg(args, "content", kMaxToolArgumentsBytes);
   if (!content.ok()) return refuse(run, task, call, "arguments", content.error().message());
   json targs = {{"path", traceable(*path, 1024)}, {"bytes", content->size()}, {"sha256", audit::sha256Hex(*content)}};

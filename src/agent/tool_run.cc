@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // run: the command gate (and git gate) decide; the command runs in a fresh sandbox.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "agent/sandbox_command.h"
 #include "agent/tool_common.h"
 #include "audit/sha256.h"
@@ -29,6 +32,26 @@ json streamJson(const CapturedStream& s, const char* name) {
           {std::string(name) + "_truncated", s.truncated()}};
 }
 
+// The repository git would use in the workspace: .git must be a real directory (a "gitdir:"
+// file or a linked worktree's commondir points git at another repository), and every config
+// file git reads there must pass policy::checkGitConfig.
+Result<void> checkWorkspaceRepository(const PrivateWorkspace& ws) {
+  struct stat st;
+  if (::fstatat(ws.dirFd(), ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return {};  // no repository yet
+  if (!S_ISDIR(st.st_mode)) return Error(Errc::kRefused, ".git is not a directory (a gitdir link): git refused here");
+  if (::fstatat(ws.dirFd(), ".git/commondir", &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return Error(Errc::kRefused, ".git/commondir points at another repository: git refused here");
+  for (const char* name : {".git/config", ".git/config.worktree"}) {
+    auto config = ws.readFile(name, size_t{1} << 20);
+    if (config.ok()) {
+      RETURN_IF_ERROR(policy::checkGitConfig(*config));
+    } else if (config.error().code() != ENOENT) {
+      return Error(Errc::kRefused, std::string("cannot check ") + name + ": " + config.error().message());
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
@@ -52,13 +75,8 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
 
   // A repository's own config can name programs git would run: refuse git there.
   if (d.argv.at(0) == "git") {
-    auto config = run.workspace->readFile(".git/config", size_t{1} << 20);
-    if (config.ok()) {
-      if (auto c = policy::checkGitConfig(*config); !c.ok())
-        return refuse(run, task, call, "git.config", c.error().message(), targs);
-    } else if (config.error().code() != ENOENT) {
-      return refuse(run, task, call, "git.config", "cannot check .git/config: " + config.error().message(), targs);
-    }
+    if (auto c = checkWorkspaceRepository(*run.workspace); !c.ok())
+      return refuse(run, task, call, "git.config", c.error().message(), targs);
   }
   if (!run.apply) {
     json entry = traceBase(task, call, "dry_run");

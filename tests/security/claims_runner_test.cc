@@ -138,7 +138,7 @@ TEST(RunnerToolCallsGated, CommandsOutsideTheAllowlistOrWithShellSyntaxAreRefuse
            call("run", {{"command", "python3"}, {"args", {"x.py", "a|b"}}}),
            call("run", {{"command", "python3"}, {"args", {"x.py", "$(id)"}}}),
            call("run", {{"command", "python3"}, {"args", {"x.py", "line\nbreak"}}}),
-           call("run", {{"command", "../python3"}, {"args", json::array()}}),
+           call("run", {{"command", "/usr/bin/sh"}, {"args", json::array()}}),
            call("run", {{"command", ""}, {"args", json::array()}})});
   f.reply({call("finish", {{"summary", "done"}})});
   RunResult r = f.run();
@@ -228,8 +228,8 @@ TEST(RunnerToolCallsGated, MalformedModelCallsAreRefusedAndTraced) {
 TEST(RunnerAuditDirReserved, NoToolOrCommandCanWriteTheRecord) {
   RunFixture f;
   f.ws.write("tamper.py",
-             "import os\nos.makedirs('.corral', exist_ok=True)\nopen('.corral/trace.jsonl', 'w').write('forged')\n"
-             "open('out.txt', 'w').write(str(os.path.exists('.corral')))\n");
+             "import os\nseen = os.path.exists('.corral')\nos.makedirs('.corral', exist_ok=True)\n"
+             "open('.corral/trace.jsonl', 'w').write('forged')\nopen('out.txt', 'w').write(str(seen))\n");
   f.reply({call("write", {{"path", ".corral/result.json"}, {"content", "{}"}}),
            call("write", {{"path", ".corral/../.corral/trace.jsonl"}, {"content", "x"}}),
            call("run", {{"command", "python3"}, {"args", {"tamper.py"}}})});
