@@ -122,12 +122,11 @@ DialDecision vetAddresses(const Destination& dest, std::span<const IpAddress> re
   for (const IpAddress& ip : resolved) {
     Classification c = classify(ip);
     if (c.cls == AddressClass::kPublic) continue;
-    std::string range(c.range);
-    if (!c.embedding.empty()) range = std::string(c.embedding) + " carrying " + range;
-    return {refuse(Rule::kPrivateAddress, dest.host.text + " resolved to " + formatIp(ip) + ", in " +
-                                              std::string(className(c.cls)) + " range " + range +
-                                              " (grant the IP literal to reach it on purpose)"),
-            std::nullopt};
+    std::string reason = dest.host.text + " resolved to " + formatIp(ip) + ", in ";
+    reason.append(className(c.cls)).append(" range ");
+    if (!c.embedding.empty()) reason.append(c.embedding).append(" carrying ");
+    reason.append(c.range).append(" (grant the IP literal to reach it on purpose)");
+    return {refuse(Rule::kPrivateAddress, std::move(reason)), std::nullopt};
   }
   return {Decision{Rule::kAllowed, where + " dials " + formatIp(resolved[0]), dest.grant_index},
           DialTarget{resolved[0], dest.port}};

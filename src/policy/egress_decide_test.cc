@@ -173,7 +173,7 @@ TEST(VetAddresses, LiteralDestinationIgnoresAnyAnswerAndDialsTheLiteral) {
 
 // Prints docs/egress-vectors.md from the tables above:
 //   build-h/src/policy/egress_decide_test --gtest_also_run_disabled_tests
-//     --gtest_filter='*PrintVectorsMarkdown' | sed -n '/^<!-- SPDX/,/^| END/p' > docs/egress-vectors.md
+//     --gtest_filter='*PrintVectorsMarkdown' | sed -n '/^<!-- SPDX/,/^<!-- end/p' > docs/egress-vectors.md
 TEST(Decide, DISABLED_PrintVectorsMarkdown) {
   auto cell = [](std::string_view s) {
     std::string out;
@@ -200,6 +200,7 @@ TEST(Decide, DISABLED_PrintVectorsMarkdown) {
   for (const auto& v : vectors::kDecisions)
     md << "| " << cell(v.grants) << " | " << v.method << " | " << cell(v.target) << " | " << cell(v.hosts) << " | "
        << cell(v.resolved) << " | " << v.expect << " | " << cell(v.dial) << " |\n";
+  md << "\n<!-- end of generated vectors -->\n";
   std::cout << md.str();
 }
 

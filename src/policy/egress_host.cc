@@ -168,7 +168,7 @@ std::optional<std::array<uint8_t, 16>> parseIpv6(std::string_view s) {
   for (int k = 0; k < n - tail; ++k) full[k] = groups[k];
   for (int k = 0; k < tail; ++k) full[8 - tail + k] = groups[n - tail + k];
   std::array<uint8_t, 16> bytes{};
-  for (int k = 0; k < 8; ++k) {
+  for (size_t k = 0; k < 8; ++k) {
     bytes[2 * k] = static_cast<uint8_t>(full[k] >> 8);
     bytes[2 * k + 1] = static_cast<uint8_t>(full[k]);
   }
@@ -265,7 +265,7 @@ std::string formatIp(const IpAddress& ip) {
     return s;
   }
   std::array<unsigned, 8> g{};
-  for (int k = 0; k < 8; ++k) g[k] = static_cast<unsigned>(b[2 * k] << 8 | b[2 * k + 1]);
+  for (size_t k = 0; k < 8; ++k) g[k] = static_cast<unsigned>(b[2 * k] << 8 | b[2 * k + 1]);
   // RFC 5952: compress the longest run of two or more zero groups, the first on a tie.
   int best = -1, best_len = 1;
   for (int k = 0; k < 8;) {
@@ -318,12 +318,15 @@ Result<AuthorityParts> splitAuthority(std::string_view text) {
 }
 
 Result<Authority> parseAuthority(std::string_view text) {
-  ASSIGN_OR_RETURN(AuthorityParts parts, splitAuthority(text));
-  ASSIGN_OR_RETURN(Host host, canonicalHost(parts.host));
-  Authority a{std::move(host), std::nullopt};
-  if (parts.port) {
-    ASSIGN_OR_RETURN(uint16_t port, parsePort(*parts.port));
-    a.port = port;
+  auto parts = splitAuthority(text);
+  if (!parts) return parts.error();
+  auto host = canonicalHost(parts->host);
+  if (!host) return host.error();
+  Authority a{std::move(*host), std::nullopt};
+  if (parts->port) {
+    auto port = parsePort(*parts->port);
+    if (!port) return port.error();
+    a.port = *port;
   }
   return a;
 }
