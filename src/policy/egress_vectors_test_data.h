@@ -40,6 +40,8 @@ inline constexpr HostVector kHosts[] = {
     {"*.example.com", "refused:other than a letter, digit"},
     {"-a.example", "refused:starts or ends with '-'"},
     {"a-.example", "refused:starts or ends with '-'"},
+    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com", "name:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com"},
+    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com", "refused:label longer than 63 bytes"},
     {"r3---sn-abc.googlevideo.com", "name:r3---sn-abc.googlevideo.com"},
     {"1.2.3.4a", "name:1.2.3.4a"},  // last label not numeric: a name, as in browsers
     {"a b.com", "refused:space"},
