@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// Grant parsing and matching.
+#include "policy/egress_grant.h"
+
+#include "policy/units.h"
+
+namespace corral::policy::egress {
+namespace {
+
+Error bad(std::string_view text, std::string_view why) {
+  return Error(Errc::kInvalidArgument, "grant '" + printable(text) + "': " + std::string(why));
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+bool hostMatches(const Grant& g, const Host& host) {
+  if (!g.wildcard) return g.host == host;
+  const std::string& d = g.host.text;
+  const std::string& h = host.text;
+  return host.kind == HostKind::kName && h.size() > d.size() + 1 &&
+         h.compare(h.size() - d.size(), d.size(), d) == 0 && h[h.size() - d.size() - 1] == '.';
+}
+
+std::string requestText(Scheme scheme, const Host& host, uint16_t port) {
+  return std::string(schemeName(scheme)) + "://" + authorityText(host) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+std::string_view schemeName(Scheme scheme) { return scheme == Scheme::kHttp ? "http" : "https"; }
+uint16_t defaultPort(Scheme scheme) { return scheme == Scheme::kHttp ? 80 : 443; }
+
+std::string Grant::text() const {
+  return std::string(schemeName(scheme)) + "://" + (wildcard ? "*." : "") + authorityText(host) + ":" +
+         std::to_string(port);
+}
+
+Result<Grant> parseGrant(std::string_view text) {
+  size_t sep = text.find("://");
+  if (sep == std::string_view::npos) return bad(text, "expected scheme://host[:port]");
+  std::string scheme = lower(text.substr(0, sep));
+  Grant g;
+  if (scheme == "http") g.scheme = Scheme::kHttp;
+  else if (scheme == "https") g.scheme = Scheme::kHttps;
+  else return bad(text, "the scheme must be http or https");
+  std::string_view rest = text.substr(sep + 3);
+  if (rest.find_first_of("?#") != std::string_view::npos) return bad(text, "a grant has no query or fragment");
+  size_t slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    if (slash + 1 != rest.size()) return bad(text, "a grant names a host, not a path");
+    rest = rest.substr(0, slash);
+  }
+  if (rest.substr(0, 2) == "*.") {
+    g.wildcard = true;
+    rest.remove_prefix(2);
+  }
+  if (rest.find('*') != std::string_view::npos) return bad(text, "'*' is allowed only as a leading '*.' label");
+  auto authority = parseAuthority(rest);
+  if (!authority) return authority.error().wrap("grant '" + printable(text) + "'");
+  g.host = std::move(authority->host);
+  g.port = authority->port.value_or(defaultPort(g.scheme));
+  if (g.wildcard) {
+    if (g.host.kind != HostKind::kName) return bad(text, "a wildcard cannot cover an IP address");
+    // "*.com" would open a whole TLD. A public-suffix list would also catch "*.co.uk";
+    // corral has none, see docs/egress-policy.md.
+    if (g.host.text.find('.') == std::string::npos) return bad(text, "a wildcard needs a domain of two or more labels");
+  }
+  if (g.host.kind != HostKind::kName) {
+    AddressClass cls = classify(g.host.ip).cls;
+    if (cls == AddressClass::kUnspecified || cls == AddressClass::kMulticast || cls == AddressClass::kBroadcast)
+      return bad(text, "a " + std::string(className(cls)) + " address is not a TCP destination");
+  }
+  return g;
+}
+
+Result<std::vector<Grant>> parseGrants(std::span<const std::string> texts) {
+  std::vector<Grant> grants;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto g = parseGrant(texts[i]);
+    if (!g) return g.error().wrap("grant " + std::to_string(i + 1));
+    grants.push_back(std::move(*g));
+  }
+  return grants;
+}
+
+std::string_view ruleId(Rule rule) {
+  switch (rule) {
+    case Rule::kAllowed: return "allowed";
+    case Rule::kNoGrant: return "no-grant";
+    case Rule::kSchemeMismatch: return "scheme-mismatch";
+    case Rule::kPortMismatch: return "port-mismatch";
+    case Rule::kBadTarget: return "bad-target";
+    case Rule::kBadHost: return "bad-host";
+    case Rule::kBadPort: return "bad-port";
+    case Rule::kHostHeaderMissing: return "host-header-missing";
+    case Rule::kHostHeaderDuplicate: return "host-header-duplicate";
+    case Rule::kHostHeaderMismatch: return "host-header-mismatch";
+    case Rule::kPrivateAddress: return "private-address";
+    case Rule::kNoAddress: return "no-address";
+  }
+  return "no-grant";
+}
+
+Decision refuse(Rule rule, std::string reason) { return Decision{rule, std::move(reason), std::nullopt}; }
+
+bool grantMatches(const Grant& g, Scheme scheme, const Host& host, uint16_t port) {
+  return g.scheme == scheme && g.port == port && hostMatches(g, host);
+}
+
+Decision decide(std::span<const Grant> grants, Scheme scheme, const Host& host, uint16_t port) {
+  const std::string wanted = requestText(scheme, host, port);
+  std::optional<size_t> same_scheme, other_scheme;
+  for (size_t i = 0; i < grants.size(); ++i) {
+    const Grant& g = grants[i];
+    if (!hostMatches(g, host)) continue;
+    if (g.scheme == scheme && g.port == port) return Decision{Rule::kAllowed, wanted + " granted by " + g.text(), i};
+    if (g.scheme == scheme && !same_scheme) same_scheme = i;
+    if (g.scheme != scheme && !other_scheme) other_scheme = i;
+  }
+  if (same_scheme)
+    return refuse(Rule::kPortMismatch, wanted + ": this port is not granted (" + grants[*same_scheme].text() + " is)");
+  if (other_scheme)
+    return refuse(Rule::kSchemeMismatch,
+                  wanted + ": this scheme is not granted (" + grants[*other_scheme].text() + " is)");
+  return refuse(Rule::kNoGrant, wanted + ": no grant names this host");
+}
+
+}  // namespace corral::policy::egress

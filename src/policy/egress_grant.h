@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// Egress grants ("https://api.example.com", "https://*.example.com:8443") and the matcher.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "policy/egress_host.h"
+
+namespace corral::policy::egress {
+
+enum class Scheme : uint8_t { kHttp, kHttps };
+std::string_view schemeName(Scheme scheme);
+uint16_t defaultPort(Scheme scheme);  // http 80, https 443
+
+struct Grant {
+  Scheme scheme = Scheme::kHttps;
+  bool wildcard = false;  // "*.domain": names strictly below host.text, never the domain itself
+  Host host;              // the exact host, or the wildcard's domain
+  uint16_t port = 443;
+  // Canonical text with the port always written: "https://*.example.com:443".
+  std::string text() const;
+  bool operator==(const Grant&) const = default;
+};
+
+// "scheme://host[:port][/]" or "scheme://*.domain[:port][/]". Scheme http or https (any
+// case); port 1..65535, default by scheme; no userinfo, path, query or fragment. A
+// wildcard's domain is a name of two or more labels. IP literals may be granted (that is
+// how a loopback or private service is opened on purpose) but not 0.0.0.0/8, ::,
+// multicast or broadcast, which are no TCP destination.
+Result<Grant> parseGrant(std::string_view text);
+
+// Every grant, or the first error prefixed with its position ("grant 2: ...").
+Result<std::vector<Grant>> parseGrants(std::span<const std::string> texts);
+
+// Why a request was allowed or refused. The id (ruleId) is what the user sees in the
+// X-Corral-Denied header; docs/egress-policy.md lists them all.
+enum class Rule : uint8_t {
+  kAllowed,
+  kNoGrant,              // no grant names this host
+  kSchemeMismatch,       // the host is granted, but only for the other scheme
+  kPortMismatch,         // the host is granted for this scheme, but on other ports
+  kBadTarget,            // request target or CONNECT authority malformed, userinfo, https
+  kBadHost,              // the host does not canonicalise
+  kBadPort,              // the port is not 1..65535
+  kHostHeaderMissing,    // HTTP/1.1 forward request without Host
+  kHostHeaderDuplicate,  // more than one Host header
+  kHostHeaderMismatch,   // Host names another host:port than the absolute-form target
+  kPrivateAddress,       // a granted name resolved into a refused range
+  kNoAddress,            // a granted name resolved to nothing
+};
+std::string_view ruleId(Rule rule);  // "allowed", "no-grant", "port-mismatch", ...
+
+struct Decision {
+  Rule rule = Rule::kNoGrant;
+  std::string reason;                 // one line, no control bytes: the 403 body after the id
+  std::optional<size_t> granted_by;   // index into the grant list when allowed
+  bool allowed() const { return rule == Rule::kAllowed; }
+};
+Decision refuse(Rule rule, std::string reason);
+
+// True when g opens scheme://host:port.
+bool grantMatches(const Grant& g, Scheme scheme, const Host& host, uint16_t port);
+
+// Default deny: allowed by the first matching grant, else the most specific refusal
+// (port-mismatch, then scheme-mismatch, then no-grant).
+Decision decide(std::span<const Grant> grants, Scheme scheme, const Host& host, uint16_t port);
+
+}  // namespace corral::policy::egress
