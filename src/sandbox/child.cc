@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <sched.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +27,7 @@ namespace corral::sandbox::child {
 namespace {
 
 constexpr int kSock = 3;
+constexpr int kProxyChannel = 4;  // --net proxy: where init keeps the channel to the host proxy
 constexpr uid_t kUid = userns::kSandboxUid;
 constexpr gid_t kGid = userns::kSandboxGid;  // the sync socket is moved here so close_range can spare it
 // Signals a user may send the sandbox (via corral) that init passes to the command.
@@ -81,13 +84,30 @@ void stamp(const Context& ctx, Milestone m) {
 }
 
 // Reaps everything; returns when the command has exited and nothing else is left.
-int superviseCommand(pid_t command, const sigset_t& waited) {
+// With --net proxy, init also hands each connection to its loopback listener to the host
+// (netns::relayPending); signals then arrive through a signalfd polled beside it.
+int superviseCommand(pid_t command, const sigset_t& waited, int proxy_listen) {
   int command_status = 0;
   bool command_done = false;
+  const int sigfd = proxy_listen >= 0 ? ::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+  if (proxy_listen >= 0 && sigfd < 0) {
+    ::kill(command, SIGKILL);  // cannot supervise both: refuse to run half-wired
+  }
   for (;;) {
-    siginfo_t info;
-    int sig = ::sigwaitinfo(&waited, &info);
-    if (sig < 0) continue;
+    int sig;
+    if (sigfd >= 0) {
+      pollfd fds[2] = {{sigfd, POLLIN, 0}, {proxy_listen, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) continue;
+      if (fds[1].revents & POLLIN) netns::relayPending(proxy_listen, kProxyChannel);
+      if (!(fds[0].revents & POLLIN)) continue;
+      signalfd_siginfo si;
+      if (::read(sigfd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) continue;
+      sig = static_cast<int>(si.ssi_signo);
+    } else {
+      siginfo_t info;
+      sig = ::sigwaitinfo(&waited, &info);
+      if (sig < 0) continue;
+    }
     if (sig != SIGCHLD) {
       // The command leads its own process group (setsid); fall back to the pid alone.
       if (!command_done && ::kill(-command, sig) != 0) ::kill(command, sig);
@@ -130,13 +150,18 @@ void runInit(const Context& ctx) {
   // the sync socket takes fd 3 and close_range drops everything above it.
   for (int fd = 0; fd <= 2; ++fd)
     if (ctx.stdio[fd] >= 0 && ::dup2(ctx.stdio[fd], fd) < 0) ::_exit(125);
+  // The proxy channel goes out of the way first (fd 10+), so placing the sync socket on 3
+  // cannot clobber it, then onto its own fixed number.
+  int proxy_tmp = -1;
+  if (ctx.proxy_channel >= 0 && (proxy_tmp = ::fcntl(ctx.proxy_channel, F_DUPFD_CLOEXEC, 10)) < 0) ::_exit(125);
   if (ctx.sock != kSock) {
     if (::dup3(ctx.sock, kSock, O_CLOEXEC) < 0) ::_exit(125);
   } else if (::fcntl(kSock, F_SETFD, FD_CLOEXEC) != 0) {
     ::_exit(125);
   }
+  if (proxy_tmp >= 0 && ::dup3(proxy_tmp, kProxyChannel, O_CLOEXEC) < 0) ::_exit(125);
   // Nothing the caller held (a directory fd, a socket) may reach the sandbox (CVE-2024-21626).
-  if (::syscall(SYS_close_range, kSock + 1, ~0u, 0) != 0) ::_exit(125);
+  if (::syscall(SYS_close_range, proxy_tmp >= 0 ? kProxyChannel + 1 : kSock + 1, ~0u, 0) != 0) ::_exit(125);
 
   sync::Message m{};
   if (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kMapsReady) ::_exit(125);  // parent gone: EOF
@@ -170,6 +195,11 @@ void runInit(const Context& ctx) {
   stamp(ctx, kMsMounts);
   if (::sethostname("corral", 6) != 0) fail(sync::Type::kSetupFailed, sync::kStepHostname, errno, 125);
   if (int e = netns::bringUpLoopback()) fail(sync::Type::kSetupFailed, sync::kStepLoopback, e, 125);
+  int proxy_listen = -1;
+  if (ctx.proxy_channel >= 0) {
+    proxy_listen = netns::listenLoopback(ctx.proxy_port);
+    if (proxy_listen < 0) fail(sync::Type::kSetupFailed, sync::kStepLoopback, -proxy_listen, 125);
+  }
   stamp(ctx, kMsNetwork);
 
   if (ctx.wait_for_go && (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kGo)) ::_exit(125);
@@ -196,7 +226,7 @@ void runInit(const Context& ctx) {
   // Init keeps nothing the command could use: no capabilities, no stdio.
   caps::dropAll();
   ::syscall(SYS_close_range, 0u, 2u, 0);
-  int status = superviseCommand(static_cast<pid_t>(pid), waited);
+  int status = superviseCommand(static_cast<pid_t>(pid), waited, proxy_listen);
   stamp(ctx, kMsCommandReaped);
   sync::send(kSock, {sync::Type::kCommandExited, 0, 0, status});
   stamp(ctx, kMsReported);

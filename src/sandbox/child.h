@@ -16,6 +16,8 @@ namespace corral::sandbox::child {
 struct Context {
   int sock = -1;                    // the init's end of the sync socketpair
   int stdio[3] = {-1, -1, -1};      // fds init moves onto 0, 1, 2 first; -1: keep corral's
+  int proxy_channel = -1;           // --net proxy: the UNIX socket accepted connections go out through
+  unsigned short proxy_port = 0;    // where init listens on the sandbox's loopback
   const mountns::Plan* mounts = nullptr;
   int* slot_fds = nullptr;          // mounts->slots entries
   const char* workspace_size = nullptr;  // "size=<bytes>"

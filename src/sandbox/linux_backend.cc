@@ -178,6 +178,13 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
       return Error(Errc::kRefused, std::string(name) + " is a directory: refusing to hand a host directory to the sandbox");
   }
 
+  if (spec.proxy.channel >= 0) {
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (::getsockopt(spec.proxy.channel, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET)
+      return Error(Errc::kInvalidArgument, "proxy channel must be a UNIX SOCK_SEQPACKET socket");
+  }
+
   // ---- Plan everything before clone: the child only executes. ----
   cgroup::HostCgroups host_cgroups;
   if (spec.limits.memory_bytes) host_cgroups = cgroup::detect();
@@ -211,6 +218,8 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   child::Context ctx;
   ctx.sock = child_sock.get();
   for (int fd = 0; fd <= 2; ++fd) ctx.stdio[fd] = given_stdio[fd];
+  ctx.proxy_channel = spec.proxy.channel;
+  ctx.proxy_port = spec.proxy.port;
   ctx.mounts = &mounts;
   ctx.slot_fds = slot_fds.data();
   ctx.workspace_size = ws_size.c_str();

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -24,6 +25,49 @@ int bringUpLoopback() {
   }
   ::close(fd);
   return err;
+}
+
+int listenLoopback(unsigned short port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -errno;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 512) != 0) {
+    int e = errno;
+    ::close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+void relayPending(int listen_fd, int channel) {
+  for (;;) {
+    int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) {
+      if (errno == EINTR) continue;
+      return;  // EAGAIN: nothing more pending (or the listener failed: nothing to do)
+    }
+    char byte = 'c';
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    ::memcpy(CMSG_DATA(cm), &c, sizeof c);
+    while (::sendmsg(channel, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+    ::close(c);
+  }
 }
 
 }  // namespace corral::sandbox::netns

@@ -44,6 +44,15 @@ struct Stdio {
   int err = -1;
 };
 
+// --net proxy: init listens on 127.0.0.1:port inside the sandbox and hands every accepted
+// connection to the host over channel (a UNIX SOCK_SEQPACKET socket of the caller; the
+// other end belongs to the egress proxy). channel -1: loopback only, nothing listens.
+inline constexpr uint16_t kSandboxProxyPort = 3128;
+struct NetProxy {
+  int channel = -1;
+  uint16_t port = kSandboxProxyPort;
+};
+
 struct SandboxSpec {
   std::vector<std::string> argv;             // argv[0] resolved by PATH inside the sandbox
   std::vector<std::string> env;              // complete environment, "K=V"; nothing else passes
@@ -52,6 +61,7 @@ struct SandboxSpec {
   std::vector<RoBind> ro_binds;
   Limits limits;
   Stdio stdio;
+  NetProxy proxy;
 };
 
 enum class KilledBy { kNone, kTimeout, kMemory, kPids, kCpuTime, kSignal };
