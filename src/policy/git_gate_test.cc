@@ -253,6 +253,18 @@ TEST(GitGate, RefusesIgnoreSubmodulesOverride) {
     expectOptionRefused({"status", std::string(a)});
 }
 
+// Decisions, not oversights (docs/command-gate.md): these read files the sandbox already shows.
+TEST(GitGate, AllowsDiffNoIndexByDecision) { expectAllowed({"diff", "--no-index", "/etc/hostname", "a.txt"}); }
+TEST(GitGate, AllowsCommitFileByDecision) {
+  expectAllowed({"commit", "-F", "msg.txt"});
+  expectAllowed({"commit", "--file=msg.txt"});
+}
+// -u is --upload-pack only in fetch/clone (not listed); here it is --update/--untracked-files.
+TEST(GitGate, AllowsShortUBecauseNoListedSubcommandUploads) {
+  expectAllowed({"add", "-u"});
+  expectAllowed({"status", "-uno"});
+}
+
 // --- Option syntax ------------------------------------------------------------------------
 
 TEST(GitGate, DoubleDashEndsOptions) {
@@ -443,6 +455,31 @@ TEST(GitGateRealGit, ControlPlainGitRunsTheRepositorysPrograms) {
     for (std::string_view want : {"hook-pre-commit", "hook-commit-msg", "hook-post-commit", "fsmonitor", "editor"})
       EXPECT_TRUE(marks.count(std::string(want))) << "control: plain git did not run " << want << "; saw"
                                                   << listed(marks);
+  }
+}
+
+// The config allowlist must not refuse what git itself writes, or git would be unusable.
+TEST(GitGateRealGit, AcceptsConfigWrittenByGitInitAndClone) {
+  if (!haveGit()) GTEST_SKIP() << kGit << " is missing";
+  TempDir tmp;
+  const fs::path& t = tmp.path();
+  const Args env = {"PATH=/usr/bin:/bin", "HOME=" + t.string(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+                    "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e"};
+  const fs::path log = t / "git.log";
+  const std::pair<Args, fs::path> runs[] = {
+      {{"git", "init", "-q", "plain"}, t / "plain" / ".git" / "config"},
+      {{"git", "init", "-q", "--bare", "--shared=group", "-b", "main", "bare.git"}, t / "bare.git" / "config"},
+      {{"git", "init", "-q", "--object-format=sha256", "sha"}, t / "sha" / ".git" / "config"},
+      {{"git", "-C", "plain", "commit", "-q", "--allow-empty", "-m", "x"}, t / "plain" / ".git" / "config"},
+      {{"git", "clone", "-q", "plain", "cloned"}, t / "cloned" / ".git" / "config"},
+  };
+  for (const auto& [argv, config] : runs) {
+    ASSERT_EQ(runGit(t, argv, env, log), 0) << joined(argv) << " failed; see " << log;
+    std::ifstream in(config, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << config;
+    auto r = checkGitConfig(text);
+    EXPECT_TRUE(r.ok()) << "after " << joined(argv) << ": " << r.error().message() << "\n" << text;
   }
 }
 
