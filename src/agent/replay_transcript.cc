@@ -66,6 +66,7 @@ Result<ReplayReply> parseReply(const json& r, size_t index) {
   RETURN_IF_ERROR(onlyKnownFields(r, path, {"content", "tool_calls", "usage", "stop_reason", "error"}));
   ReplayReply out;
   out.wire = wire::dumpJson(r);
+  out.reply.response_bytes = out.wire.size();
   if (auto e = r.find("error"); e != r.end()) {
     if (r.size() != 1) return bad(path, "an \"error\" reply has no other field");
     ASSIGN_OR_RETURN(out.error, parseError(*e, path + ".error"));
@@ -94,7 +95,6 @@ Result<ReplayReply> parseReply(const json& r, size_t index) {
   } else {
     out.reply.stop_reason = out.reply.tool_calls.empty() ? "stop" : "tool_calls";
   }
-  out.reply.response_bytes = out.wire.size();
   return out;
 }
 

@@ -46,6 +46,7 @@ TEST(CommandGate, RefusesControlBytesAndBadUtf8InTheCommand) {
   expectRefused(run(std::string("python3\0", 8)), "command", "control byte 0x00");
   expectRefused(run("python3\n"), "command", "control byte 0x0a");
   expectRefused(run("/tmp/\xff/python3"), "command", "UTF-8");
+  expectRefused(run("py;\x1b[2J"), "command", "control byte 0x1b");  // a metacharacter first hides nothing
 }
 
 TEST(CommandGate, BasenameCompareIsExactAndCaseSensitive) {

@@ -35,6 +35,7 @@ constexpr AllowedKey kAllowedKeys[] = {
     {"user", false, "name"},
     {"user", false, "email"},
     {"init", false, "defaultbranch"},
+    {"receive", false, "denynonfastforwards"},  // git init --shared; read only by receive-pack
     // Written by git clone. Used only by transports, and protocol.allow=never (pinned) plus
     // the refusal of every promisor/partial-clone key keep the listed subcommands off them.
     {"remote", true, "url"},

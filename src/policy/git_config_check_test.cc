@@ -96,6 +96,7 @@ TEST(GitConfigCheck, RefusesEditorsPagersAndTools) {
   expectRefused("[mergetool \"x\"]\ncmd = sh\n", "mergetool.x.cmd");
   expectRefused("[difftool \"x\"]\ncmd = sh\n", "difftool.x.cmd");
   expectRefused("[sendemail]\nsmtpServer = /bin/sh\n", "sendemail.smtpserver");
+  expectRefused("[trailer \"x\"]\ncmd = sh\n", "trailer.x.cmd");
 }
 TEST(GitConfigCheck, RefusesTransportKeys) {
   expectRefused("[uploadpack]\npackObjectsHook = sh\n", "uploadpack.packobjectshook");
