@@ -361,7 +361,7 @@ TEST(ParseManifest, SizesAreIntegersOrSuffixedStrings) {
       {"/budgets/max_output_bytes", -1, "budgets.max_output_bytes:"},
       {"/budgets/max_output_bytes", 1.5, "budgets.max_output_bytes:"},
       {"/budgets/max_output_bytes", true, "budgets.max_output_bytes:"},
-      {"/sandbox/memory", "2T", "sandbox.memory: must be a size in 1..1024G"},
+      {"/sandbox/memory", "2T", "sandbox.memory: must be a size in 1..1T"},
       {"/sandbox/memory", "-1", "sandbox.memory:"},
       {"/sandbox/memory", Json::parse("1e30"), "sandbox.memory:"},
       {"/sandbox/memory", "64 M", "sandbox.memory:"},
