@@ -112,7 +112,7 @@ Result<std::vector<std::string>> list(const Json& v, const Where& w, EntryRule r
 
 Result<std::string> outputEntry(std::string_view p) {
   if (p.empty()) return invalid("is empty");
-  if (!p.empty() && p.front() == '/') return invalid(shown(p) + " is absolute; outputs are relative to the workspace");
+  if (p.front() == '/') return invalid(shown(p) + " is absolute; outputs are relative to the workspace");
   auto checked = path::outputPath(p);
   if (!checked.ok()) return invalid(shown(p) + " " + checked.error().context());
   if (p.find_first_of("*?") != std::string_view::npos)
