@@ -6,6 +6,7 @@
 #include <array>
 
 #include "policy/manifest_fields.h"
+#include "policy/path_policy.h"
 
 namespace corral::policy {
 namespace {
@@ -25,6 +26,33 @@ const Json* field(const Json& obj, std::string_view key) {
   auto it = obj.find(std::string(key));
   return it == obj.end() ? nullptr : &*it;
 }
+
+// Reads obj[key] into out with read(value, where) when the key is present; out keeps its
+// default otherwise.
+template <typename T, typename Read>
+Result<void> readOptional(const Json& obj, const Where& w, std::string_view key, T& out, Read read) {
+  const Json* v = field(obj, key);
+  if (!v) return {};
+  auto r = read(*v, w.key(key));
+  if (!r.ok()) return r.error();
+  out = static_cast<T>(std::move(*r));
+  return {};
+}
+
+auto listOf(EntryRule rule) {
+  return [rule](const Json& v, const Where& w) { return list(v, w, rule); };
+}
+auto integerIn(Range r) {
+  return [r](const Json& v, const Where& w) { return integer(v, w, r.lo, r.hi); };
+}
+auto durationIn(Range r) {
+  return [r](const Json& v, const Where& w) { return duration(v, w, ms(r.lo), ms(r.hi)); };
+}
+auto sizeIn(Range r) {
+  return [r](const Json& v, const Where& w) { return size(v, w, r.lo, r.hi); };
+}
+
+bool controlByte(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
 
 Result<std::string> limitName(std::string_view name) {
   if (std::find(kLimitNames.begin(), kLimitNames.end(), name) == kLimitNames.end())
@@ -89,8 +117,10 @@ Result<std::string> endpoint(const Json& v, const Where& w) {
 Result<std::string> transcriptPath(const Json& v, const Where& w) {
   ASSIGN_OR_RETURN(std::string p, string(v, w));
   // Relative to the manifest's folder, in normal form: never ".." or absolute.
-  if (!p.empty() && p.front() == '/') return w.error(shown(p) + " is absolute; give it relative to the manifest");
-  if (auto r = outputEntry(p); !r.ok()) return w.error(r.error().context());
+  // (outputPath's rules: the same normal form, and .corral/ is no place for it either.)
+  if (p.empty()) return w.error("is empty");
+  if (p.front() == '/') return w.error(shown(p) + " is absolute; give it relative to the manifest");
+  if (auto r = path::outputPath(p); !r.ok()) return w.error(shown(p) + " " + r.error().context());
   return p;
 }
 
@@ -103,39 +133,26 @@ Result<ModelSpec> parseModel(const Json& obj, const Where& w) {
   ASSIGN_OR_RETURN(m.provider, string(*provider, w.key("provider")));
   if (std::find(kProviders.begin(), kProviders.end(), m.provider) == kProviders.end())
     return w.key("provider").error("must be one of replay, openai, ollama, anthropic");
-  bool replay = m.provider == "replay";
-  if (const Json* v = field(obj, "endpoint")) {
-    // A replay ignores the endpoint, so one manifest can be recorded live and replayed.
-    if (replay) RETURN_IF_ERROR(string(*v, w.key("endpoint")));
-    else { ASSIGN_OR_RETURN(m.endpoint, endpoint(*v, w.key("endpoint"))); }
-  } else if (!replay) {
-    return w.key("endpoint").error("required for provider " + m.provider);
+  const bool replay = m.provider == "replay";
+  if (replay) {
+    // A replay drops the endpoint, so one manifest can be run live and then replayed.
+    std::string ignored;
+    RETURN_IF_ERROR(readOptional(obj, w, "endpoint", ignored, string));
+    if (!field(obj, "transcript")) return w.key("transcript").error("required for provider replay");
+    RETURN_IF_ERROR(readOptional(obj, w, "transcript", m.transcript, transcriptPath));
+  } else {
+    if (!field(obj, "endpoint")) return w.key("endpoint").error("required for provider " + m.provider);
+    RETURN_IF_ERROR(readOptional(obj, w, "endpoint", m.endpoint, endpoint));
+    if (field(obj, "transcript")) return w.key("transcript").error("only for provider replay");
   }
-  if (const Json* v = field(obj, "model")) {
-    ASSIGN_OR_RETURN(m.model, string(*v, w.key("model")));
-    if (m.model.size() > 256 || !validUtf8(m.model) ||
-        std::any_of(m.model.begin(), m.model.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-      return w.key("model").error("must be a model name of at most 256 bytes without control bytes");
-  }
+  RETURN_IF_ERROR(readOptional(obj, w, "model", m.model, string));
+  if (m.model.size() > 256 || !validUtf8(m.model) || std::any_of(m.model.begin(), m.model.end(), controlByte))
+    return w.key("model").error("must be a model name of at most 256 bytes without control bytes");
   if (!replay && m.model.empty()) return w.key("model").error("required (non-empty) for provider " + m.provider);
-  if (const Json* v = field(obj, "api_key_env")) { ASSIGN_OR_RETURN(m.api_key_env, apiKeyEnvName(*v, w.key("api_key_env"))); }
-  if (const Json* v = field(obj, "transcript")) {
-    if (!replay) return w.key("transcript").error("only for provider replay");
-    ASSIGN_OR_RETURN(m.transcript, transcriptPath(*v, w.key("transcript")));
-  } else if (replay) {
-    return w.key("transcript").error("required for provider replay");
-  }
-  if (const Json* v = field(obj, "timeout")) {
-    ASSIGN_OR_RETURN(m.timeout, duration(*v, w.key("timeout"), ms(kModelTimeoutMs.lo), ms(kModelTimeoutMs.hi)));
-  }
-  if (const Json* v = field(obj, "max_retries")) {
-    ASSIGN_OR_RETURN(uint64_t n, integer(*v, w.key("max_retries"), kMaxRetries.lo, kMaxRetries.hi));
-    m.max_retries = static_cast<uint32_t>(n);
-  }
-  if (const Json* v = field(obj, "max_tokens")) {
-    ASSIGN_OR_RETURN(uint64_t n, integer(*v, w.key("max_tokens"), kMaxTokens.lo, kMaxTokens.hi));
-    m.max_tokens = static_cast<uint32_t>(n);
-  }
+  RETURN_IF_ERROR(readOptional(obj, w, "api_key_env", m.api_key_env, apiKeyEnvName));
+  RETURN_IF_ERROR(readOptional(obj, w, "timeout", m.timeout, durationIn(kModelTimeoutMs)));
+  RETURN_IF_ERROR(readOptional(obj, w, "max_retries", m.max_retries, integerIn(kMaxRetries)));
+  RETURN_IF_ERROR(readOptional(obj, w, "max_tokens", m.max_tokens, integerIn(kMaxTokens)));
   return m;
 }
 
@@ -145,8 +162,8 @@ Result<Budgets> parseBudgets(const Json& obj, const Where& w) {
   Budgets b;
   bool present[7];
   RETURN_IF_ERROR(readBudgets(obj, w, b, present));
-  if (b.command_timeout > b.wall_time)
-    return w.key("command_timeout").error("must not exceed wall_time");
+  // Checked after defaults: "wall_time":"30s" alone conflicts with the default 60s.
+  if (b.command_timeout > b.wall_time) return w.key("command_timeout").error("must not exceed wall_time");
   return b;
 }
 
@@ -154,22 +171,13 @@ Result<SandboxLimitsSpec> parseSandbox(const Json& obj, const Where& w) {
   RETURN_IF_ERROR(onlyKeys(obj, w, {"memory", "pids", "cpu_time", "file_size", "tmp_size", "workspace_size",
                                     "allow_weaker"}));
   SandboxLimitsSpec s;
-  auto bytes = [&](const char* key, std::optional<uint64_t>& out) -> Result<void> {
-    if (const Json* v = field(obj, key)) { ASSIGN_OR_RETURN(out, size(*v, w.key(key), kSandboxBytes.lo, kSandboxBytes.hi)); }
-    return {};
-  };
-  RETURN_IF_ERROR(bytes("memory", s.memory_bytes));
-  if (const Json* v = field(obj, "pids")) {
-    ASSIGN_OR_RETURN(uint64_t n, integer(*v, w.key("pids"), kSandboxPids.lo, kSandboxPids.hi));
-    s.pids = static_cast<uint32_t>(n);
-  }
-  if (const Json* v = field(obj, "cpu_time")) {
-    ASSIGN_OR_RETURN(s.cpu_time, duration(*v, w.key("cpu_time"), ms(kSandboxCpuMs.lo), ms(kSandboxCpuMs.hi)));
-  }
-  RETURN_IF_ERROR(bytes("file_size", s.file_size_bytes));
-  RETURN_IF_ERROR(bytes("tmp_size", s.tmp_bytes));
-  RETURN_IF_ERROR(bytes("workspace_size", s.workspace_bytes));
-  if (const Json* v = field(obj, "allow_weaker")) { ASSIGN_OR_RETURN(s.allow_weaker, list(*v, w.key("allow_weaker"), limitName)); }
+  RETURN_IF_ERROR(readOptional(obj, w, "memory", s.memory_bytes, sizeIn(kSandboxBytes)));
+  RETURN_IF_ERROR(readOptional(obj, w, "pids", s.pids, integerIn(kSandboxPids)));
+  RETURN_IF_ERROR(readOptional(obj, w, "cpu_time", s.cpu_time, durationIn(kSandboxCpuMs)));
+  RETURN_IF_ERROR(readOptional(obj, w, "file_size", s.file_size_bytes, sizeIn(kSandboxBytes)));
+  RETURN_IF_ERROR(readOptional(obj, w, "tmp_size", s.tmp_bytes, sizeIn(kSandboxBytes)));
+  RETURN_IF_ERROR(readOptional(obj, w, "workspace_size", s.workspace_bytes, sizeIn(kSandboxBytes)));
+  RETURN_IF_ERROR(readOptional(obj, w, "allow_weaker", s.allow_weaker, listOf(limitName)));
   return s;
 }
 
@@ -177,7 +185,7 @@ Result<SandboxLimitsSpec> parseSandbox(const Json& obj, const Where& w) {
 Result<NetworkSpec> parseNetwork(const Json& obj, const Where& w) {
   RETURN_IF_ERROR(onlyKeys(obj, w, {"allow"}));
   NetworkSpec n;
-  if (const Json* v = field(obj, "allow")) { ASSIGN_OR_RETURN(n.allow, list(*v, w.key("allow"), anyString)); }
+  RETURN_IF_ERROR(readOptional(obj, w, "allow", n.allow, listOf(anyString)));
   return n;
 }
 
@@ -186,16 +194,16 @@ Result<std::vector<CredentialSpec>> parseCredentials(const Json& arr, const Wher
   if (arr.size() > kMaxListEntries) return w.error("more than " + std::to_string(kMaxListEntries) + " entries");
   std::vector<CredentialSpec> out;
   for (size_t i = 0; i < arr.size(); ++i) {
-    Where at = w.at(i);
+    const Where at = w.at(i);
     RETURN_IF_ERROR(onlyKeys(arr[i], at, {"name", "env", "url", "header", "format"}));
     CredentialSpec c;
-    for (auto [key, dst] : {std::pair{"name", &c.name}, {"env", &c.env}, {"url", &c.url}}) {
-      const Json* v = field(arr[i], key);
-      if (!v) return at.key(key).error("required");
-      ASSIGN_OR_RETURN(*dst, string(*v, at.key(key)));
-    }
-    if (const Json* v = field(arr[i], "header")) { ASSIGN_OR_RETURN(c.header, string(*v, at.key("header"))); }
-    if (const Json* v = field(arr[i], "format")) { ASSIGN_OR_RETURN(c.format, string(*v, at.key("format"))); }
+    for (const char* key : {"name", "env", "url"})
+      if (!field(arr[i], key)) return at.key(key).error("required");
+    RETURN_IF_ERROR(readOptional(arr[i], at, "name", c.name, string));
+    RETURN_IF_ERROR(readOptional(arr[i], at, "env", c.env, string));
+    RETURN_IF_ERROR(readOptional(arr[i], at, "url", c.url, string));
+    RETURN_IF_ERROR(readOptional(arr[i], at, "header", c.header, string));
+    RETURN_IF_ERROR(readOptional(arr[i], at, "format", c.format, string));
     out.push_back(std::move(c));
   }
   return out;
@@ -205,7 +213,7 @@ Result<std::vector<CredentialSpec>> parseCredentials(const Json& arr, const Wher
 
 Result<Manifest> parseManifest(std::string_view bytes) {
   ASSIGN_OR_RETURN(Json doc, parseStrict(bytes, kMaxManifestBytes, "manifest"));
-  Where root{"manifest", ""};
+  const Where root{"manifest", ""};
   RETURN_IF_ERROR(onlyKeys(doc, root, {"version", "task", "model", "inputs", "outputs", "executables", "env",
                                        "network", "credentials", "budgets", "sandbox"}));
   Manifest m;
@@ -213,26 +221,20 @@ Result<Manifest> parseManifest(std::string_view bytes) {
   if (!version) return root.key("version").error("required (1)");
   if (!version->is_number_unsigned() || version->get<uint64_t>() != static_cast<uint64_t>(kManifestVersion))
     return root.key("version").error("must be 1");
-  const Json* task = field(doc, "task");
-  if (!task) return root.key("task").error("required");
-  ASSIGN_OR_RETURN(m.task, string(*task, root.key("task")));
+  if (!field(doc, "task")) return root.key("task").error("required");
+  RETURN_IF_ERROR(readOptional(doc, root, "task", m.task, string));
   if (auto r = checkTask(m.task); !r.ok()) return root.key("task").error(r.error().context());
-  const Json* model = field(doc, "model");
-  if (!model) return root.key("model").error("required (an object with at least provider)");
-  ASSIGN_OR_RETURN(m.model, parseModel(*model, root.key("model")));
-  if (const Json* v = field(doc, "inputs")) { ASSIGN_OR_RETURN(m.inputs, list(*v, root.key("inputs"), inputPattern)); }
-  if (const Json* v = field(doc, "outputs")) { ASSIGN_OR_RETURN(m.outputs, list(*v, root.key("outputs"), outputEntry)); }
-  if (const Json* v = field(doc, "executables")) {
-    ASSIGN_OR_RETURN(m.executables, list(*v, root.key("executables"), executable));
-  }
-  if (const Json* v = field(doc, "env")) { ASSIGN_OR_RETURN(m.env, envList(*v, root.key("env"))); }
-  if (const Json* v = field(doc, "network")) { ASSIGN_OR_RETURN(m.network, parseNetwork(*v, root.key("network"))); }
-  if (const Json* v = field(doc, "credentials")) {
-    ASSIGN_OR_RETURN(m.credentials, parseCredentials(*v, root.key("credentials")));
-  }
-  if (const Json* v = field(doc, "budgets")) { ASSIGN_OR_RETURN(m.budgets, parseBudgets(*v, root.key("budgets"))); }
-  if (const Json* v = field(doc, "sandbox")) { ASSIGN_OR_RETURN(m.sandbox, parseSandbox(*v, root.key("sandbox"))); }
-  // TODO(corral): #4 the egress proxy; until then a grant could only be ignored, and a
+  if (!field(doc, "model")) return root.key("model").error("required (an object with at least provider)");
+  RETURN_IF_ERROR(readOptional(doc, root, "model", m.model, parseModel));
+  RETURN_IF_ERROR(readOptional(doc, root, "inputs", m.inputs, listOf(inputPattern)));
+  RETURN_IF_ERROR(readOptional(doc, root, "outputs", m.outputs, listOf(outputEntry)));
+  RETURN_IF_ERROR(readOptional(doc, root, "executables", m.executables, listOf(executable)));
+  RETURN_IF_ERROR(readOptional(doc, root, "env", m.env, envList));
+  RETURN_IF_ERROR(readOptional(doc, root, "network", m.network, parseNetwork));
+  RETURN_IF_ERROR(readOptional(doc, root, "credentials", m.credentials, parseCredentials));
+  RETURN_IF_ERROR(readOptional(doc, root, "budgets", m.budgets, parseBudgets));
+  RETURN_IF_ERROR(readOptional(doc, root, "sandbox", m.sandbox, parseSandbox));
+  // TODO(corral): #4 the egress proxy. Until it lands a grant could only be ignored, and a
   // manifest that silently loses its network grants is worse than one that is refused.
   if (!m.network.allow.empty())
     return root.key("network").key("allow").error("network grants need the egress proxy (not available in this build)");

@@ -39,7 +39,7 @@ struct Budgets {
   uint32_t max_model_calls = 40;            // provider attempts in the whole run, retries included
   std::chrono::milliseconds wall_time{600000};
   std::chrono::milliseconds command_timeout{60000};
-  uint64_t max_output_bytes = 64 * 1024;    // per tool result returned to the model (stdout, stderr, read)
+  uint64_t max_output_bytes = uint64_t{64} << 10;  // per tool result returned to the model (stdout, stderr, read)
   uint32_t max_loops = 4;                   // agent loops in the whole run: the root and every subtask
   uint32_t max_pending_tasks = 2;           // spawned subtasks queued and not yet started
 
@@ -104,8 +104,9 @@ Result<Manifest> parseManifest(std::string_view bytes);
 std::string manifestToCanonicalJson(const Manifest& m);
 
 // Glob match for declared inputs against a workspace-relative path: '*' and '?' never cross
-// '/', '**' as a whole component matches zero or more components, '[...]' is not special.
-// A leading '.' in a component is matched only by a literal '.'.
+// '/', '**' as a whole component matches zero or more components (one or more when it is the
+// last: "src/**" is below src, not src), '[...]' is not special. A leading '.' in a
+// component is matched only by a literal '.'. A path not in normal form never matches.
 bool inputGlobMatch(std::string_view pattern, std::string_view path);
 
 // True when pattern contains a glob metacharacter (* or ?).

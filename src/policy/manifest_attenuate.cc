@@ -13,7 +13,7 @@ using namespace manifest_fields;
 
 constexpr std::string_view kDoc = "scope";
 
-Error refused(const Where& w, std::string why) { return w.error(std::move(why), Errc::kRefused); }
+Error refused(const Where& w, const std::string& why) { return w.error(why, Errc::kRefused); }
 
 std::string showMs(milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
@@ -78,7 +78,8 @@ Result<Budgets> childBudgets(const Json* scope_budgets, const Budgets& parent, c
   // exceed either.
   if (!present[3]) b.command_timeout = std::min(parent.command_timeout, b.wall_time);
   RETURN_IF_ERROR(atMost<uint64_t>(b.max_turns, parent.max_turns, w.key("max_turns"), "the parent's", showCount));
-  RETURN_IF_ERROR(atMost<uint64_t>(b.max_model_calls, calls_cap, w.key("max_model_calls"), "the calls left", showCount));
+  RETURN_IF_ERROR(
+      atMost<uint64_t>(b.max_model_calls, calls_cap, w.key("max_model_calls"), "the calls left", showCount));
   RETURN_IF_ERROR(atMost<milliseconds>(b.wall_time, wall_cap, w.key("wall_time"), "the time left", showMs));
   RETURN_IF_ERROR(atMost<milliseconds>(b.command_timeout, parent.command_timeout, w.key("command_timeout"),
                                        "the parent's", showMs));

@@ -26,6 +26,7 @@ std::string showMs(uint64_t ms) {
 }
 
 std::string showBytes(uint64_t n) {
+  if (n >= (1ull << 40) && n % (1ull << 40) == 0) return std::to_string(n >> 40) + "T";
   if (n >= (1ull << 30) && n % (1ull << 30) == 0) return std::to_string(n >> 30) + "G";
   if (n >= (1ull << 20) && n % (1ull << 20) == 0) return std::to_string(n >> 20) + "M";
   if (n >= (1ull << 10) && n % (1ull << 10) == 0) return std::to_string(n >> 10) + "K";
@@ -111,7 +112,7 @@ Result<std::vector<std::string>> list(const Json& v, const Where& w, EntryRule r
 
 Result<std::string> outputEntry(std::string_view p) {
   if (p.empty()) return invalid("is empty");
-  if (!p.empty() && p.front() == '/') return invalid(shown(p) + " is absolute; outputs are relative to the workspace");
+  if (p.front() == '/') return invalid(shown(p) + " is absolute; outputs are relative to the workspace");
   auto checked = path::outputPath(p);
   if (!checked.ok()) return invalid(shown(p) + " " + checked.error().context());
   if (p.find_first_of("*?") != std::string_view::npos)

@@ -31,7 +31,7 @@ struct Where {
   std::string path;      // "" is the root, shown as "$"
   Where key(std::string_view k) const;
   Where at(size_t index) const;
-  Error error(std::string rule, Errc code = Errc::kInvalidArgument) const;
+  Error error(const std::string& rule, Errc code = Errc::kInvalidArgument) const;
 };
 
 // Quoted, at most kMaxShown bytes of text, printable ASCII only (anything else as \xNN):

@@ -81,26 +81,31 @@ bool inputGlobMatch(std::string_view pattern, std::string_view path) {
   std::vector<std::string_view> pc = split(pattern), sc = split(path);
   if (!normalPath(sc)) return false;
   // match[j]: the pattern components so far match the first j path components. "**" extends
-  // a match over any run of components that do not start with '.'.
-  std::vector<char> match(sc.size() + 1, 0), next(sc.size() + 1, 0);
-  match[0] = 1;
-  for (std::string_view p : pc) {
+  // a match over any run of components that do not start with '.'. A trailing "**" needs at
+  // least one: "src/**" is what lies below src, never src itself, so no reading of a
+  // directory match can pull in what the pattern skips (src/.env).
+  std::vector<bool> match(sc.size() + 1, false), next(sc.size() + 1, false);
+  match[0] = true;
+  for (size_t i = 0; i < pc.size(); ++i) {
+    std::string_view p = pc[i];
     if (p == "**") {
-      next[0] = match[0];
-      for (size_t j = 1; j <= sc.size(); ++j) next[j] = match[j] || (next[j - 1] && !dotLeading(sc[j - 1]));
+      const bool last = i + 1 == pc.size();
+      next[0] = !last && match[0];
+      for (size_t j = 1; j <= sc.size(); ++j)
+        next[j] = (!last && match[j]) || ((match[j - 1] || next[j - 1]) && !dotLeading(sc[j - 1]));
     } else {
-      next[0] = 0;
+      next[0] = false;
       for (size_t j = 1; j <= sc.size(); ++j) next[j] = match[j - 1] && componentMatch(p, sc[j - 1]);
     }
     match.swap(next);
   }
-  return match[sc.size()] != 0;
+  return match[sc.size()];
 }
 
 namespace manifest_fields {
 
 Result<std::string> inputPattern(std::string_view p) {
-  auto invalid = [&](std::string why) { return Error(Errc::kInvalidArgument, shown(p) + " " + why); };
+  auto invalid = [&](const std::string& why) { return Error(Errc::kInvalidArgument, shown(p) + " " + why); };
   if (p.empty()) return Error(Errc::kInvalidArgument, "is empty");
   if (p.front() == '/') return invalid("is absolute; inputs are relative to the workspace");
   // Glob characters are ordinary bytes to outputPath: it checks the normal form and the
@@ -108,7 +113,8 @@ Result<std::string> inputPattern(std::string_view p) {
   if (auto r = path::outputPath(p); !r.ok()) return invalid(r.error().context());
   std::vector<std::string_view> comps = split(p);
   for (std::string_view c : comps)
-    if (c != "**" && c.find("**") != std::string_view::npos) return invalid("uses '**' inside a component; it must stand alone, as in 'src/**'");
+    if (c != "**" && c.find("**") != std::string_view::npos)
+      return invalid("uses '**' inside a component; it must stand alone, as in 'src/**'");
   // "**" never enters a dot directory, so only the first other component can reach .corral/.
   for (std::string_view c : comps) {
     if (c == "**") continue;

@@ -78,7 +78,8 @@ TEST(InputGlobMatch, DoubleStarAtStartMiddleAndEnd) {
              {"src/**/test_*.py", "src/x/y/test_a.py", true},
              {"src/**/test_*.py", "srcx/test_a.py", false},
              {"src/**/test_*.py", "src/x/a_test.py", false},
-             {"src/**", "src", true},
+             {"src/**", "src", false},  // below src, not src itself
+             {"a/**/b", "a/b", true},     // a "**" inside may match zero components
              {"src/**", "src/a", true},
              {"src/**", "src/a/b/c", true},
              {"src/**", "srcx/a", false},
@@ -88,7 +89,9 @@ TEST(InputGlobMatch, DoubleStarAtStartMiddleAndEnd) {
              {"a/**/b/**/c", "a/b/c", true},
              {"a/**/b/**/c", "a/x/b/y/z/c", true},
              {"a/**/b/**/c", "a/x/y/c", false},
-             {"**/**", "a/b", true}});
+             {"**/**", "a/b", true},
+             {"**/**", "a", true},
+             {"**", "", false}});
 }
 
 TEST(InputGlobMatch, DotfilesNeedALiteralDot) {

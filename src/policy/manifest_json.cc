@@ -39,7 +39,10 @@ std::string reasonOf(const std::exception& ex) {
     auto u = static_cast<unsigned char>(c);
     out += (u >= 0x20 && u < 0x7f) ? c : '?';
   }
-  if (out.size() > 160) out = out.substr(0, 160) + "...";
+  if (out.size() > 160) {
+    out.resize(160);
+    out += "...";
+  }
   return out;
 }
 
@@ -98,8 +101,8 @@ class StrictSax {
     return w;
   }
 
-  bool fail(const Where& w, std::string rule) {
-    if (!error_) error_ = w.error(std::move(rule));
+  bool fail(const Where& w, const std::string& rule) {
+    if (!error_) error_ = w.error(rule);
     return false;
   }
 
@@ -155,7 +158,7 @@ Where Where::key(std::string_view k) const {
 
 Where Where::at(size_t index) const { return Where{doc, path + "[" + std::to_string(index) + "]"}; }
 
-Error Where::error(std::string rule, Errc code) const {
+Error Where::error(const std::string& rule, Errc code) const {
   return Error(code, std::string(doc) + ": " + (path.empty() ? "$" : path) + ": " + rule);
 }
 

@@ -18,7 +18,8 @@ namespace {
 using Json = nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr const char* kMinimal = R"({"version":1,"task":"fix the bug","model":{"provider":"replay","transcript":"replay.json"}})";
+constexpr const char* kMinimal =
+    R"({"version":1,"task":"fix the bug","model":{"provider":"replay","transcript":"replay.json"}})";
 
 // The full example of docs/manifest.md (network and credentials left empty: refused when set).
 constexpr const char* kFull = R"({
@@ -361,7 +362,7 @@ TEST(ParseManifest, SizesAreIntegersOrSuffixedStrings) {
       {"/budgets/max_output_bytes", -1, "budgets.max_output_bytes:"},
       {"/budgets/max_output_bytes", 1.5, "budgets.max_output_bytes:"},
       {"/budgets/max_output_bytes", true, "budgets.max_output_bytes:"},
-      {"/sandbox/memory", "2T", "sandbox.memory: must be a size in 1..1024G"},
+      {"/sandbox/memory", "2T", "sandbox.memory: must be a size in 1..1T"},
       {"/sandbox/memory", "-1", "sandbox.memory:"},
       {"/sandbox/memory", Json::parse("1e30"), "sandbox.memory:"},
       {"/sandbox/memory", "64 M", "sandbox.memory:"},
@@ -413,7 +414,8 @@ TEST(ParseManifest, OutputsAreExactWorkspacePaths) {
       {".corral", "is under .corral/"},  {"src/*.py", "is a glob"},        {"src/fix?.py", "is a glob"},
       {"", "is empty"},                  {"a/./b", "has a '.' component"},
   };
-  for (const auto& [path, want] : cases) refuseWith("/outputs", Json::array({path}), std::string("outputs[0]: |") + want);
+  for (const auto& [path, want] : cases)
+    refuseWith("/outputs", Json::array({path}), std::string("outputs[0]: |") + want);
   refuseWith("/outputs", Json::array({"a", "b", "a"}), "outputs[2]: repeats an earlier entry");
 }
 
@@ -493,7 +495,8 @@ TEST(ParseManifest, DuplicateKeysAreRefusedWithTheirPath) {
   expectRefused(parseManifest(R"({"version":1,"task":"a","task":"b","model":{"provider":"replay","transcript":"r"}})"),
                 "manifest: task: duplicate key", "top-level");
   expectRefused(
-      parseManifest(R"({"version":1,"task":"a","model":{"provider":"replay","transcript":"r"},"budgets":{"max_turns":1,"max_turns":9999}})"),
+      parseManifest(R"({"version":1,"task":"a","model":{"provider":"replay","transcript":"r"},)"
+                    R"("budgets":{"max_turns":1,"max_turns":9999}})"),
       "manifest: budgets.max_turns: duplicate key", "nested");
   expectRefused(parseManifest(R"({"version":1,"credentials":[{"name":"a","name":"b"}]})"),
                 "manifest: credentials[0].name: duplicate key", "in array");
