@@ -320,3 +320,153 @@ TEST(RunnerBudgetsEnforced, PendingTasksCappedBelowLoops) {
 
 }  // namespace
 }  // namespace corral::testing
+
+namespace corral::testing {
+namespace {
+
+using nlohmann::json;
+
+// ---- runner.tool-calls-gated: git, the host without namespaces ----
+
+TEST(RunnerToolCallsGated, GitRunsOnlyLocalSubcommandsWithoutConfiguredPrograms) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.manifest["executables"] = {"git"};
+  f.manifest["inputs"] = {".git/**", "*.txt"};
+  f.ws.write("a.txt", "hello\n");
+  // A repository made by the operator: each sandbox sees it staged (changes to undeclared
+  // paths such as .git/ do not persist between commands; docs/run.md).
+  const RunOptions git_env{.env_extra = {"GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+                                         "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}};
+  ASSERT_EQ(corral::testing::run({"/usr/bin/git", "-C", f.ws.path(), "init", "-q"}, git_env).exit_code, 0);
+  ASSERT_EQ(corral::testing::run({"/usr/bin/git", "-C", f.ws.path(), "add", "a.txt"}, git_env).exit_code, 0);
+  ASSERT_EQ(corral::testing::run({"/usr/bin/git", "-C", f.ws.path(), "commit", "-qm", "first"}, git_env).exit_code, 0);
+  f.reply({call("run", {{"command", "git"}, {"args", {"log", "--oneline"}}}),
+           call("run", {{"command", "git"}, {"args", {"status", "--short"}}}),
+           call("run", {{"command", "git"}, {"args", {"-c", "core.pager=id", "log"}}}),
+           call("run", {{"command", "git"}, {"args", {"--exec-path=/tmp", "status"}}}),
+           call("run", {{"command", "git"}, {"args", {"fetch", "origin"}}}),
+           call("run", {{"command", "git"}, {"args", {"config", "user.name", "x"}}}),
+           call("run", {{"command", "git"}, {"args", {"diff", "--ext-diff"}}}),
+           call("run", {{"command", "git"}, {"args", {"log", "--output=out.txt"}}}),
+           call("run", {{"command", "git"}, {"args", {"grep", "-Oid", "hello"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_EQ(calls.size(), 10u);
+  EXPECT_EQ(calls[0]["exit_code"], 0) << calls[0].dump();
+  EXPECT_EQ(calls[1]["exit_code"], 0) << calls[1].dump();
+  for (size_t i = 2; i < 9; ++i) EXPECT_TRUE(refusedWith(calls, i, "git.")) << claim("runner.tool-calls-gated", "git vector " + std::to_string(i));
+}
+
+TEST(RunnerToolCallsGated, GitRefusedInARepositoryWhoseConfigRunsPrograms) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.manifest["executables"] = {"git"};
+  f.manifest["inputs"] = {".git/**", "*.txt"};
+  ASSERT_EQ(corral::testing::run({"/usr/bin/git", "init", "-q", f.ws.path()}).exit_code, 0);
+  f.ws.write(".git/config", "[core]\n\trepositoryformatversion = 0\n[alias]\n\tx = !touch pwned\n[filter \"f\"]\n\tclean = touch pwned\n");
+  f.ws.write("a.txt", "hello\n");
+  f.reply({call("run", {{"command", "git"}, {"args", {"status"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(refusedWith(f.toolCalls(), 0, "git.config")) << claim("runner.tool-calls-gated", "git ran with a hostile config");
+}
+
+TEST(RunnerToolCallsGated, WithoutNamespacesDryRunsWorkAndAppliedCommandsAreRefused) {
+  // A user namespace whose max_user_namespaces is 0: corral inside it cannot build a sandbox.
+  RunFixture f;
+  f.ws.write("hi.py", "print('hi')\n");
+  f.reply({call("read", {{"path", "hi.py"}}), call("write", {{"path", "out.txt"}, {"content", "x"}}),
+           call("run", {{"command", "python3"}, {"args", {"hi.py"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  f.writeFiles();
+  const std::string cmd = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" run \"$1\" --apply --json";
+  RunResult r = corral::testing::run({"/usr/bin/unshare", "--user", "--map-root-user", "/bin/sh", "-c", cmd, corralBin(),
+                                      f.ws / "manifest.json"});
+  if (r.err.find("unshare failed") != std::string::npos) GTEST_SKIP() << "cannot create a user namespace here";
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_EQ(calls.size(), 4u);
+  EXPECT_EQ(calls[0]["decision"], "allow");
+  EXPECT_EQ(calls[1]["decision"], "allow");
+  EXPECT_TRUE(refusedWith(calls, 2, "sandbox-unavailable")) << claim("runner.tool-calls-gated", "an applied run without namespaces");
+  EXPECT_NE(calls[2]["reason"].get<std::string>().find("user namespaces"), std::string::npos) << calls[2].dump();
+  EXPECT_EQ(f.ws.read("out.txt"), "x");
+}
+
+// ---- memory store and mailbox ----
+
+TEST(RunnerMemoryStore, OneCommitPerRunAndHostileStoresAbort) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.reply({call("finish", {{"summary", "one"}})});
+  ASSERT_EQ(f.run().exit_code, 0);
+  ASSERT_EQ(f.run().exit_code, 0);  // the replay starts over: a second run
+  RunResult log = corral::testing::run({"/usr/bin/git", "-C", f.ws / ".corral/mem", "rev-list", "--count", "HEAD"},
+                                       {.env_extra = {"GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent"}});
+  EXPECT_EQ(log.out, "2\n") << log.describe();
+  EXPECT_EQ(f.entries("memory_store").back()["status"], "committed");
+
+  // A .git file pointing elsewhere, and a symlinked store: the run is refused and traced.
+  TempDir elsewhere("elsewhere");
+  ASSERT_EQ(corral::testing::run({"/usr/bin/git", "init", "-q", elsewhere.path()}).exit_code, 0);
+  RunFixture g;
+  g.reply({call("finish", {{"summary", "x"}})});
+  ::mkdir((g.ws / ".corral").c_str(), 0755);
+  ::mkdir((g.ws / ".corral/mem").c_str(), 0755);
+  g.ws.write(".corral/mem/.git", "gitdir: " + elsewhere.path() + "/.git\n");
+  RunResult r = g.run();
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  auto m = g.entries("memory_store");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]["status"], "refused");
+  EXPECT_EQ(g.entries("model_call").size(), 0u);
+
+  RunFixture h;
+  h.reply({call("finish", {{"summary", "x"}})});
+  ::mkdir((h.ws / ".corral").c_str(), 0755);
+  ASSERT_EQ(::symlink(elsewhere.path().c_str(), (h.ws / ".corral/mem").c_str()), 0);
+  EXPECT_EQ(h.run().exit_code, 125);
+  EXPECT_FALSE(elsewhere.exists("runs"));
+}
+
+TEST(RunnerMemoryStore, WithoutGitTheRunContinuesOnFileBackedMemory) {
+  RunFixture f;
+  f.reply({call("finish", {{"summary", "one"}})});
+  RunResult r = f.run({"--apply"}, {.env_extra = {"CORRAL_GIT=none"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto m = f.entries("memory_store");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]["status"], "file");
+  EXPECT_NE(m[0]["reason"].get<std::string>().find("git unavailable"), std::string::npos);
+  EXPECT_FALSE(f.ws.exists(".corral/mem/.git"));
+}
+
+TEST(RunnerMailbox, MessagesBothWaysAreStoredAndTraced) {
+  RunFixture f;
+  ::mkdir((f.ws / ".corral").c_str(), 0755);
+  ::mkdir((f.ws / ".corral/mailbox").c_str(), 0755);
+  ::mkdir((f.ws / ".corral/mailbox/inbox").c_str(), 0755);
+  f.ws.write(".corral/mailbox/inbox/001-hello", "use tabs");
+  f.reply({call("mailbox_read", json::object()), call("mailbox_send", {{"to", "operator"}, {"body", "question?"}}),
+           call("mailbox_send", {{"to", "someone-else"}, {"body", "x"}}),
+           call("mailbox_send", {{"to", "operator"}, {"body", std::string(70000, 'a')}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run({});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_EQ(calls.size(), 5u);
+  EXPECT_EQ(calls[0]["messages"][0]["bytes"], 8);
+  EXPECT_EQ(calls[1]["decision"], "allow");
+  EXPECT_TRUE(refusedWith(calls, 2, "mailbox.to"));
+  EXPECT_TRUE(refusedWith(calls, 3, "mailbox.size"));
+  EXPECT_TRUE(f.ws.exists(".corral/mailbox/inbox/delivered/001-hello"));
+  EXPECT_EQ(f.ws.entries().size(), f.ws.entries().size());
+  EXPECT_EQ(f.allRecordBytes().find("use tabs") != std::string::npos, true);  // the operator's file, kept
+}
+
+}  // namespace
+}  // namespace corral::testing
