@@ -15,17 +15,26 @@ using nlohmann::json;
 
 namespace {
 
-// The hash of what was sent: every message's role, content and calls, in order.
-std::string conversationHash(const std::vector<Message>& messages) {
-  audit::Sha256Stream h;
-  for (const Message& m : messages) {
+// The hash of what was sent: every message's role, content and calls, in order. Kept as a
+// running stream (one update per message appended), so each call costs O(new messages),
+// not O(conversation).
+class ConversationHash {
+ public:
+  void add(const Message& m) {
     json j = {{"role", roleName(m.role)}, {"content", m.content}, {"tool_call_id", m.tool_call_id}};
     for (const ToolCall& c : m.tool_calls) j["calls"].push_back({{"id", c.id}, {"name", c.name}, {"args", c.arguments_json}});
-    h.update(tools::modelText(j));
-    h.update("\n");
+    h_.update(tools::modelText(j));
+    h_.update("\n");
   }
-  return h.hexDigest();
-}
+  void catchUp(const std::vector<Message>& messages) {
+    for (; seen_ < messages.size(); ++seen_) add(messages[seen_]);
+  }
+  std::string hex() const { return h_.peekHex(); }
+
+ private:
+  audit::Sha256Stream h_;
+  size_t seen_ = 0;
+};
 
 struct CallResult {
   std::optional<ModelReply> reply;
@@ -34,14 +43,16 @@ struct CallResult {
 };
 
 Result<CallResult> callModel(RunContext& run, TaskState& task, Provider& provider, const std::vector<Message>& messages,
-                             const std::vector<ToolSpec>& specs, const LoopOptions& options) {
-  const std::string request_sha256 = conversationHash(messages);
+                             const std::vector<ToolSpec>& specs, const LoopOptions& options, ConversationHash& hash) {
+  hash.catchUp(messages);
+  const std::string request_sha256 = hash.hex();
   for (uint32_t attempt = 0;; ++attempt) {
     if (auto over = task.budget->takeModelCall(run.now())) {
       RETURN_IF_ERROR(run.record("budget_exhausted", {{"task", task.id}, {"budget", policy::budgetName(over->kind)},
                                                       {"limit", over->limit}, {"used", over->used}}));
       return CallResult{std::nullopt, "budget_exhausted", over->message()};
     }
+    RETURN_IF_ERROR(run.trace->sync());  // the steps so far are durable before the request leaves
     auto reply = provider.complete(messages, specs);
     json entry = {{"task", task.id}, {"turn", task.turn}, {"attempt", attempt}, {"provider", provider.name()},
                   {"request_sha256", request_sha256}, {"request_messages", messages.size()}};
@@ -90,6 +101,7 @@ Result<TaskOutcome> runTaskLoop(RunContext& run, const std::string& id, const po
   messages.push_back({Role::kSystem, systemPrompt(manifest, run.apply, id), {}, {}, {}});
   messages.push_back({Role::kUser, manifest.task, {}, {}, {}});
   const std::vector<ToolSpec> specs = toolSpecs();
+  ConversationHash conversation_hash;
 
   while (!task.finished) {
     if (auto over = budget.checkWallTime(run.now()); over || (over = budget.takeTurn())) {
@@ -100,7 +112,7 @@ Result<TaskOutcome> runTaskLoop(RunContext& run, const std::string& id, const po
       break;
     }
     task.turn = budget.turns();
-    ASSIGN_OR_RETURN(CallResult call, callModel(run, task, provider, messages, specs, options));
+    ASSIGN_OR_RETURN(CallResult call, callModel(run, task, provider, messages, specs, options, conversation_hash));
     if (!call.reply) {
       outcome.status = call.status;
       outcome.reason = call.reason;

@@ -145,7 +145,13 @@ Result<RunSummary> runManifest(const RunRequest& request) {
 
   const LastEntry previous = lastRunState(workspace);
   ASSIGN_OR_RETURN(UniqueFd record_dir, audit::openRecordDir(workspace, true));
-  auto trace_or = audit::TraceWriter::open(record_dir);
+  // Durability policy (docs/run.md): each entry is one write(2); the trace is fdatasync'ed
+  // before every model call (so each turn's steps are durable before the next request leaves)
+  // and when the record is sealed. A crash loses at most the current turn's tail, never the
+  // chain's integrity.
+  audit::TraceOptions trace_options;
+  trace_options.sync = audit::TraceSync::kBatch;
+  auto trace_or = audit::TraceWriter::open(record_dir, trace_options);
   if (!trace_or.ok()) return trace_or.error().wrap("audit trace .corral/trace.jsonl");
   audit::TraceWriter trace = std::move(*trace_or);
 

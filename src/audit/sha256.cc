@@ -49,6 +49,16 @@ std::string Sha256Stream::hexDigest() {
   return toHex(std::string_view(reinterpret_cast<const char*>(d), n));
 }
 
+std::string Sha256Stream::peekHex() const {
+  EVP_MD_CTX* copy = EVP_MD_CTX_new();
+  if (copy == nullptr || EVP_MD_CTX_copy_ex(copy, static_cast<EVP_MD_CTX*>(ctx_)) != 1) std::abort();
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(copy, d, &n);
+  EVP_MD_CTX_free(copy);
+  return toHex(std::string_view(reinterpret_cast<const char*>(d), n));
+}
+
 bool isSha256Hex(std::string_view s) {
   if (s.size() != 64) return false;
   for (char c : s)

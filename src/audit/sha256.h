@@ -25,6 +25,7 @@ class Sha256Stream {
   Sha256Stream& operator=(const Sha256Stream&) = delete;
   void update(std::string_view bytes);
   std::string hexDigest();  // finishes the stream; call once
+  std::string peekHex() const;  // the digest of what was fed so far; the stream goes on
  private:
   void* ctx_;  // EVP_MD_CTX
 };

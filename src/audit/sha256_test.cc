@@ -21,5 +21,14 @@ TEST(Sha256, StreamEqualsOneShotWhateverTheChunking) {
   }
 }
 
+TEST(Sha256, PeekDoesNotDisturbTheStream) {
+  Sha256Stream s;
+  s.update("ab");
+  EXPECT_EQ(s.peekHex(), sha256Hex("ab"));
+  s.update("c");
+  EXPECT_EQ(s.peekHex(), sha256Hex("abc"));
+  EXPECT_EQ(s.hexDigest(), sha256Hex("abc"));
+}
+
 }  // namespace
 }  // namespace corral::audit
