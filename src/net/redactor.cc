@@ -139,19 +139,33 @@ const RedactionPatterns::Pattern* RedactionPatterns::matchAt(std::string_view te
   return nullptr;
 }
 
+// Invariant: byte i is decided only after every occurrence starting at or before i is
+// known, and each of those needs the bytes up to i + longest - 1; so a byte is decided only
+// when that much follows it (or the stream ended), and the decision equals the one-shot one.
+size_t RedactionPatterns::scan(std::string_view text, bool at_end, ScanState& state, std::string& out) const {
+  size_t i = 0;
+  for (; i < text.size() && (at_end || text.size() - i >= longest_); ++i) {
+    const Pattern* p = matchAt(text, i);
+    if (p != nullptr && state.cover_left == 0) {  // a run of removed bytes starts here
+      out += markers_[p->label];
+      ++state.count;
+    }
+    if (p != nullptr) state.cover_left = std::max(state.cover_left, p->bytes.size());
+    if (state.cover_left > 0) {
+      --state.cover_left;
+    } else {
+      out += text[i];
+    }
+  }
+  return i;
+}
+
 std::string RedactionPatterns::redactAll(std::string_view text, uint64_t* count) const {
   std::string out;
   out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    if (const Pattern* p = matchAt(text, i)) {
-      out += markers_[p->label];
-      i += p->bytes.size();
-      if (count != nullptr) ++*count;
-    } else {
-      out += text[i++];
-    }
-  }
+  ScanState state;
+  scan(text, true, state, out);
+  if (count != nullptr) *count += state.count;
   return out;
 }
 
@@ -159,25 +173,13 @@ Redactor::Redactor(std::shared_ptr<const RedactionPatterns> patterns) : patterns
 
 Redactor::~Redactor() { wipe(held_); }
 
-// Invariant: a byte is decided only when every pattern starting at it fits in held_ (or
-// the stream has ended), so the decision is the one redactAll makes on the whole stream.
 std::string Redactor::process(bool at_end) {
-  const RedactionPatterns& pats = *patterns_;
   std::string out;
-  size_t i = 0;
-  while (i < held_.size() && (at_end || held_.size() - i >= pats.longest())) {
-    if (const RedactionPatterns::Pattern* p = pats.matchAt(held_, i)) {
-      out += pats.markers_[p->label];
-      i += p->bytes.size();
-      ++count_;
-    } else {
-      out += held_[i++];
-    }
-  }
-  // Wipe the consumed prefix before dropping it: it may hold a secret that was redacted.
+  size_t done = patterns_->scan(held_, at_end, state_, out);
+  // Wipe the decided prefix before dropping it: it may hold a secret that was redacted.
   volatile char* d = held_.data();
-  for (size_t k = 0; k < i; ++k) d[k] = 0;
-  held_.erase(0, i);
+  for (size_t k = 0; k < done; ++k) d[k] = 0;
+  held_.erase(0, done);
   return out;
 }
 

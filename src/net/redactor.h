@@ -40,8 +40,15 @@ class RedactionPatterns {
     std::string bytes;
     size_t label = 0;
   };
+  struct ScanState {
+    size_t cover_left = 0;  // bytes from the scan position on that a found occurrence covers
+    uint64_t count = 0;     // markers written
+  };
   // The longest pattern starting at text[pos] that fits entirely in text, or nullptr.
   const Pattern* matchAt(std::string_view text, size_t pos) const;
+  // Decides bytes of text from the front, appending to out, while every pattern starting at
+  // the byte fits (or at_end). Returns how many bytes were decided.
+  size_t scan(std::string_view text, bool at_end, ScanState& state, std::string& out) const;
 
   std::vector<std::string> markers_;             // per label
   std::vector<Pattern> patterns_;                // longest first, deduplicated
@@ -49,8 +56,10 @@ class RedactionPatterns {
   size_t longest_ = 0;
 };
 
-// Leftmost-longest replacement: scanning left to right, the longest pattern starting at the
-// current byte is replaced by its marker and the scan continues after it.
+// Every byte inside any occurrence of any pattern is removed, overlapping occurrences
+// included, so no part of a secret survives because another pattern matched first. Removed
+// bytes whose occurrences overlap share one marker, labelled by the longest pattern that
+// starts the run.
 class Redactor {
  public:
   explicit Redactor(std::shared_ptr<const RedactionPatterns> patterns);
@@ -61,13 +70,13 @@ class Redactor {
   std::string feed(std::string_view chunk);
   // The held-back rest, redacted. The Redactor is empty afterwards and may be reused.
   std::string finish();
-  uint64_t redactions() const { return count_; }
+  uint64_t redactions() const { return state_.count; }  // markers written
 
  private:
   std::string process(bool at_end);
   std::shared_ptr<const RedactionPatterns> patterns_;
   std::string held_;
-  uint64_t count_ = 0;
+  RedactionPatterns::ScanState state_;
 };
 
 }  // namespace corral::net
