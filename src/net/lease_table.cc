@@ -139,7 +139,7 @@ std::optional<std::string> LeaseTable::chargeRequest(std::string_view name) {
   Budget& b = *budgets_[i];
   std::lock_guard lock(b.mu);
   std::string who = "lease '" + leases_[i].name() + "': ";
-  auto refuse = [&](std::string reason) {
+  auto refuse = [&](const std::string& reason) {
     ++b.used.refused;
     return who + reason;
   };

@@ -77,7 +77,8 @@ class LeaseTable {
 
   // "ENVVAR=placeholder" for each lease: what the sandbox environment gets.
   std::vector<std::string> sandboxEnvironment() const;
-  // Every lease's secret as redaction input, labelled with the lease name.
+  // Every lease's secret as redaction input, labelled with the lease name. The values are
+  // views into this table: build RedactionPatterns (which copies them) while it lives.
   std::vector<RedactTarget> redactTargets() const;
   // Every lease as a placeholder-mode rule.
   std::vector<PlaceholderRule> placeholderRules() const;

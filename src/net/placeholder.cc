@@ -98,7 +98,7 @@ PlaceholderResult substitutePlaceholders(std::span<const PlaceholderRule> rules,
   return result;
 }
 
-PlaceholderDetector::PlaceholderDetector(std::vector<std::string> placeholders) : seen_(placeholders.size(), false) {
+PlaceholderDetector::PlaceholderDetector(const std::vector<std::string>& placeholders) : seen_(placeholders.size(), false) {
   for (const std::string& p : placeholders) {
     lowered_.push_back(lowered(p));
     keep_ = std::max(keep_, p.size());

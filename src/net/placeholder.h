@@ -75,7 +75,7 @@ PlaceholderResult substitutePlaceholders(std::span<const PlaceholderRule> rules,
 // case-insensitively. Holds at most (longest placeholder - 1) bytes.
 class PlaceholderDetector {
  public:
-  explicit PlaceholderDetector(std::vector<std::string> placeholders);
+  explicit PlaceholderDetector(const std::vector<std::string>& placeholders);
   void feed(std::string_view chunk);
   // Indexes (into the constructor's list) of every placeholder seen so far, ascending.
   std::vector<size_t> found() const;
