@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "net/lease_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace corral::net {
+namespace {
+
+using policy::egress::Scheme;
+
+TEST(LeaseSpec, MinimalFlagTakesDefaults) {
+  auto s = parseCredentialFlag("gh=GH_TOKEN@https://API.GitHub.com");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->name, "gh");
+  EXPECT_EQ(s->env, "GH_TOKEN");
+  EXPECT_EQ(s->grant.text(), "https://api.github.com:443");
+  EXPECT_EQ(s->header, "Authorization");
+  EXPECT_EQ(s->format, "Bearer {}");
+  EXPECT_EQ(s->limits, LeaseLimits{});
+}
+
+TEST(LeaseSpec, OptionsAndCanonicalUrl) {
+  auto s = parseCredentialFlag(
+      "svc_1=SVC_KEY@http://127.1:8080/;header=X-Api-Key;format={};max_requests=50;max_bytes=2M;rate=3;burst=4");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->grant.scheme, Scheme::kHttp);
+  EXPECT_EQ(s->grant.host.text, "127.0.0.1");
+  EXPECT_EQ(s->grant.port, 8080);
+  EXPECT_EQ(s->header, "X-Api-Key");
+  EXPECT_EQ(s->format, "{}");
+  EXPECT_EQ(s->limits.max_requests, 50u);
+  EXPECT_EQ(s->limits.max_bytes, 2u << 20);
+  EXPECT_EQ(s->limits.rate_per_second, 3u);
+  EXPECT_EQ(s->limits.burst, 4u);
+}
+
+TEST(LeaseSpec, FormatMayHoldEqualsSign) {
+  auto s = parseCredentialFlag("a=A@https://x.example;format=token={}");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->format, "token={}");
+}
+
+TEST(LeaseSpec, CanonicalTextRoundTrips) {
+  for (const char* text : {"gh=GH_TOKEN@https://api.github.com", "x-y=_X@http://[::1]:81;format=Basic {};rate=7",
+                           "a=A@https://b\xc3\xbc" "cher.example;header=X-K"}) {
+    auto s = parseCredentialFlag(text);
+    ASSERT_TRUE(s.ok()) << text << ": " << s.error().message();
+    auto again = parseCredentialFlag(credentialText(*s));
+    ASSERT_TRUE(again.ok()) << credentialText(*s) << ": " << again.error().message();
+    EXPECT_EQ(*again, *s) << credentialText(*s);
+  }
+}
+
+struct Bad {
+  const char* text;
+  const char* why;  // a fragment the message must contain
+};
+
+TEST(LeaseSpec, RefusesWithTheRule) {
+  const Bad cases[] = {
+      {"gh", "expected NAME=ENVVAR@"},
+      {"gh=GH_TOKEN", "expected NAME=ENVVAR@"},
+      {"GH=GH_TOKEN@https://a.example", "name 'GH' must be"},
+      {"=GH_TOKEN@https://a.example", "name '' must be"},
+      {"gh=gh_token@https://a.example", "must match [A-Z_][A-Z0-9_]*"},
+      {"gh=1TOKEN@https://a.example", "must match"},
+      {"gh=@https://a.example", "must match"},
+      {"gh=T@https://*.example.com", "'*.' is refused"},
+      {"gh=T@ftp://a.example", "url"},
+      {"gh=T@https://a.example/path", "url"},
+      {"gh=T@https://user@a.example", "url"},
+      {"gh=T@https://a.example;header=Host", "owned by the proxy"},
+      {"gh=T@https://a.example;header=content-LENGTH", "owned by the proxy"},
+      {"gh=T@https://a.example;header=Transfer-Encoding", "owned by the proxy"},
+      {"gh=T@https://a.example;header=Connection", "owned by the proxy"},
+      {"gh=T@https://a.example;header=X Key", "HTTP token characters"},
+      {"gh=T@https://a.example;header=", "HTTP token characters"},
+      {"gh=T@https://a.example;format=Bearer", "exactly one {}"},
+      {"gh=T@https://a.example;format={}{}", "exactly one {}"},
+      {"gh=T@https://a.example;format={}\r\nX-Evil: 1", "control byte"},
+      {"gh=T@https://a.example;format={}\n", "control byte"},
+      {"gh=T@https://a.example;colour=red", "unknown option 'colour'"},
+      {"gh=T@https://a.example;header=A;header=B", "given twice"},
+      {"gh=T@https://a.example;", "must be key=value"},
+      {"gh=T@https://a.example;rate=0", "rate"},
+      {"gh=T@https://a.example;rate=100001", "rate"},
+      {"gh=T@https://a.example;max_bytes=lots", "max_bytes"},
+  };
+  for (const Bad& c : cases) {
+    auto s = parseCredentialFlag(c.text);
+    ASSERT_FALSE(s.ok()) << "accepted: " << c.text;
+    EXPECT_EQ(s.error().code(), static_cast<int>(Errc::kInvalidArgument));
+    EXPECT_NE(s.error().message().find(c.why), std::string::npos) << c.text << " -> " << s.error().message();
+    EXPECT_EQ(s.error().message().find('\n'), std::string::npos) << c.text;
+    EXPECT_EQ(s.error().message().rfind("--credential", 0), 0u) << s.error().message();
+  }
+}
+
+TEST(LeaseSpec, ManifestFieldsUseTheSameRules) {
+  auto ok = leaseFromFields("openai", "OPENAI_API_KEY", "https://api.openai.com", "Authorization", "Bearer {}");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->grant.text(), "https://api.openai.com:443");
+  EXPECT_EQ(ok->limits, LeaseLimits{});
+
+  // A format with ';' is fine here: there is no option syntax to collide with.
+  auto semi = leaseFromFields("k", "K", "https://a.example", "X-Key", "k={}; v=1");
+  ASSERT_TRUE(semi.ok()) << semi.error().message();
+
+  auto bad = leaseFromFields("openai", "OPENAI_API_KEY", "https://*.openai.com", "Authorization", "Bearer {}");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message().rfind("credentials 'openai': url", 0), 0u) << bad.error().message();
+
+  auto bad_name = leaseFromFields("Open AI", "K", "https://a.example", "Authorization", "{}");
+  ASSERT_FALSE(bad_name.ok());
+  EXPECT_EQ(bad_name.error().message().rfind("credentials: name 'Open AI'", 0), 0u) << bad_name.error().message();
+}
+
+TEST(LeaseSpec, NameLengthBoundary) {
+  std::string name64(64, 'a'), name65(65, 'a');
+  EXPECT_TRUE(parseCredentialFlag(name64 + "=T@https://a.example").ok());
+  EXPECT_FALSE(parseCredentialFlag(name65 + "=T@https://a.example").ok());
+}
+
+}  // namespace
+}  // namespace corral::net
