@@ -169,8 +169,11 @@ void runInit(const Context& ctx) {
   // Become the mapped sandbox uid. A root caller's clone still holds host kuid 0, which has
   // no mapping here (files could not even be created); a rootless caller already maps to it.
   // NO_SETUID_FIXUP keeps init's namespace capabilities across the switch.
-  if (::prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP) != 0 || ::setresgid(kGid, kGid, kGid) != 0 ||
-      ::setresuid(kUid, kUid, kUid) != 0)
+  // Raw syscalls, not glibc's wrappers: in a threaded caller (the runner's output reader) the
+  // wrappers broadcast the change to every thread glibc believes exists, and in this clone
+  // those threads do not, so the broadcast would wait for them forever.
+  if (::prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP) != 0 || ::syscall(SYS_setresgid, kGid, kGid, kGid) != 0 ||
+      ::syscall(SYS_setresuid, kUid, kUid, kUid) != 0)
     fail(sync::Type::kSetupFailed, sync::kStepCredentials, errno, 125);
   // A credential change clears the parent-death signal: arm it again, then make sure the
   // parent did not die in between (its end of the socket would read as EOF).
