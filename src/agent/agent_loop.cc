@@ -68,6 +68,7 @@ Result<CallResult> callModel(RunContext& run, TaskState& task, Provider& provide
                     {"content_sha256", audit::sha256Hex(reply->content)},
                     {"tool_calls", reply->tool_calls.size()},
                     {"stop_reason", tools::traceable(reply->stop_reason, 64)}});
+      RETURN_IF_ERROR(run.keep(reply->content));
       RETURN_IF_ERROR(run.record("model_call", entry));
       return CallResult{std::move(*reply), "", ""};
     }
@@ -96,9 +97,12 @@ Result<TaskOutcome> runTaskLoop(RunContext& run, const std::string& id, const po
   RETURN_IF_ERROR(run.record("task_start", {{"task", id},
                                             {"manifest_sha256", audit::sha256Hex(policy::manifestToCanonicalJson(manifest))},
                                             {"task_bytes", manifest.task.size()},
-                                            {"task_sha256", audit::sha256Hex(manifest.task)}}));
+                                            {"task_sha256", audit::sha256Hex(manifest.task)},
+                                            {"system_prompt_sha256", audit::sha256Hex(systemPrompt(manifest, run.apply, id))}}));
   std::vector<Message> messages;
   messages.push_back({Role::kSystem, systemPrompt(manifest, run.apply, id), {}, {}, {}});
+  RETURN_IF_ERROR(run.keep(manifest.task));
+  RETURN_IF_ERROR(run.keep(messages[0].content));
   messages.push_back({Role::kUser, manifest.task, {}, {}, {}});
   const std::vector<ToolSpec> specs = toolSpecs();
   ConversationHash conversation_hash;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/content_store.h"
 #include "agent/mailbox.h"
 #include "agent/private_workspace.h"
 #include "audit/trace.h"
@@ -55,6 +56,7 @@ struct RunContext {
   Mailbox* mailbox = nullptr;
   bool apply = false;
   TraceContent trace_content = TraceContent::kHashes;
+  ContentStore* content = nullptr;  // set with --trace-content full
   // Set when an applied `run` cannot be sandboxed on this host: the missing facility.
   std::optional<std::string> sandbox_unavailable;
   std::function<policy::Millis()> now;  // monotonic milliseconds
@@ -66,6 +68,13 @@ struct RunContext {
   // Appends a trace entry; a failed append is fatal for the run (the record must be whole),
   // so callers propagate it.
   Result<void> record(std::string_view type, nlohmann::json data) { return trace->append(type, data); }
+  // With --trace-content full, keeps bytes as .corral/blobs/<sha256>; otherwise nothing.
+  Result<void> keep(std::string_view bytes) {
+    if (content == nullptr) return {};
+    auto kept = content->keep(bytes);
+    if (!kept.ok()) return kept.error();
+    return {};
+  }
 };
 
 struct TaskState {

@@ -187,6 +187,13 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   json memory = json::object();
   std::optional<PrivateWorkspace> ws;
   std::optional<Mailbox> mailbox;
+  std::optional<ContentStore> content;
+  if (request.trace_content == TraceContent::kFull) {
+    auto opened = ContentStore::open(record_dir);
+    if (!opened.ok()) return opened.error();
+    content.emplace(std::move(*opened));
+    run.content = &*content;
+  }
 
   // Each step may end the run early; the record is sealed whatever happened.
   auto body_of = [&]() {

@@ -54,6 +54,7 @@ Result<ToolResult> read(RunContext& run, TaskState& task, const ToolCall& call, 
   }
   entry["bytes"] = content->size();
   entry["sha256"] = audit::sha256Hex(*content);
+  RETURN_IF_ERROR(run.keep(*content));
   RETURN_IF_ERROR(run.record("tool_call", entry));
   return ToolResult{modelText({{"ok", true}, {"path", *path}, {"content", *content}}), false};
 }
@@ -66,6 +67,7 @@ Result<ToolResult> write(RunContext& run, TaskState& task, const ToolCall& call,
   auto content = stringArg(args, "content", kMaxToolArgumentsBytes);
   if (!content.ok()) return refuse(run, task, call, "arguments", content.error().message());
   json targs = {{"path", traceable(*path, 1024)}, {"bytes", content->size()}, {"sha256", audit::sha256Hex(*content)}};
+  RETURN_IF_ERROR(run.keep(*content));
   if (!isOutput(*task.manifest, *path))
     return refuse(run, task, call, "not-declared", *path + " is not a declared output", targs);
   if (content->size() > task.manifest->sandbox.workspace_bytes.value_or(uint64_t{1} << 30))

@@ -125,6 +125,12 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
     outs.push_back(std::move(x));
   }
   entry["outputs"] = outs;
+  if (run.content != nullptr) {  // what the model was shown, when contents are kept
+    RETURN_IF_ERROR(run.keep(outcome->output.out.kept));
+    RETURN_IF_ERROR(run.keep(outcome->output.err.kept));
+    entry["stdout_kept_sha256"] = audit::sha256Hex(outcome->output.out.kept);
+    entry["stderr_kept_sha256"] = audit::sha256Hex(outcome->output.err.kept);
+  }
   RETURN_IF_ERROR(run.record("tool_call", entry));
 
   json result = {{"ok", true},

@@ -14,6 +14,7 @@ Result<ToolResult> mailboxSend(RunContext& run, TaskState& task, const ToolCall&
   auto body = stringArg(args, "body", kMaxMailBodyBytes);
   if (!body.ok()) return refuse(run, task, call, "mailbox.size", body.error().message());
   const json targs = {{"to", traceable(*to, 64)}, {"bytes", body->size()}, {"sha256", audit::sha256Hex(*body)}};
+  RETURN_IF_ERROR(run.keep(*body));
   if (*to != "operator") return refuse(run, task, call, "mailbox.to", "messages can only be sent to \"operator\"", targs);
   auto id = run.mailbox->send(task.id, *to, *body, run.now().count());
   if (!id.ok()) return refuse(run, task, call, "mailbox", id.error().message(), targs);
@@ -34,6 +35,7 @@ Result<ToolResult> mailboxRead(RunContext& run, TaskState& task, const ToolCall&
   uint64_t bytes = 0;
   for (const MailMessage& m : *messages) {
     ids.push_back({{"id", traceable(m.id, 128)}, {"bytes", m.body.size()}, {"sha256", audit::sha256Hex(m.body)}});
+    RETURN_IF_ERROR(run.keep(m.body));
     out.push_back({{"id", m.id}, {"body", m.body}});
     bytes += m.body.size();
   }
@@ -53,6 +55,7 @@ Result<ToolResult> spawn(RunContext& run, TaskState& task, const ToolCall& call,
     scope = *it;
   }
   const std::string scope_text = modelText(scope);
+  RETURN_IF_ERROR(run.keep(*text));
   json targs = {{"task_bytes", text->size()},
                 {"task_sha256", audit::sha256Hex(*text)},
                 {"scope_sha256", audit::sha256Hex(scope_text)}};
@@ -80,6 +83,7 @@ Result<ToolResult> finish(RunContext& run, TaskState& task, const ToolCall& call
   if (!summary.ok()) return refuse(run, task, call, "arguments", summary.error().message());
   json entry = traceBase(task, call, "allow");
   entry["args"] = {{"bytes", summary->size()}, {"sha256", audit::sha256Hex(*summary)}};
+  RETURN_IF_ERROR(run.keep(*summary));
   RETURN_IF_ERROR(run.record("tool_call", entry));
   task.finished = true;
   task.summary = *summary;

@@ -39,8 +39,13 @@ std::string traceable(std::string_view s, size_t max) {
 }
 
 json traceBase(const TaskState& task, const ToolCall& call, std::string_view decision) {
-  return json{{"task", task.id},       {"turn", task.turn},         {"call_id", traceable(call.id, 128)},
-              {"tool", traceable(call.name, 64)}, {"decision", decision}};
+  return json{{"task", task.id},
+              {"turn", task.turn},
+              {"call_id", traceable(call.id, 128)},
+              {"tool", traceable(call.name, 64)},
+              {"decision", decision},
+              {"args_bytes", call.arguments_json.size()},
+              {"args_sha256", audit::sha256Hex(call.arguments_json)}};
 }
 
 Result<ToolResult> refuse(RunContext& run, TaskState& task, const ToolCall& call, std::string_view rule,
@@ -110,6 +115,7 @@ Result<ToolResult> refuseToolCall(RunContext& run, TaskState& task, const ToolCa
 
 Result<ToolResult> handleToolCall(RunContext& run, TaskState& task, const ToolCall& call) {
   ++run.counters.tool_calls;
+  RETURN_IF_ERROR(run.keep(call.arguments_json));
   tools::Handler handler = nullptr;
   for (const Entry& e : kHandlers)
     if (call.name == e.name) handler = e.handler;

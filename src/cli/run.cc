@@ -12,11 +12,13 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]\n"
-    "                           [--trace-content hashes]\n"
+    "                           [--trace-content hashes|full]\n"
     "  Drives the manifest's model through policy-gated tools (read, write, run, mailbox, spawn,\n"
     "  finish). Without --apply, writes and commands are validated and traced but not applied.\n"
     "  WORKSPACE defaults to the manifest's folder; the audit record goes to WORKSPACE/.corral.\n"
     "  Signs result.json with --signing-key FILE or $CORRAL_AUDIT_PRIVATE_KEY (PEM text).\n"
+    "  The trace holds hashes and sizes; --trace-content full also keeps every hashed content\n"
+    "  (task, model text, tool arguments, files, output shown to the model) as .corral/blobs/<sha256>.\n"
     "  Exit: 0 finished, 1 failed (model endpoint or run error), 2 a budget ended it before\n"
     "  finish, 125 refused before the run started. Manifest format: docs/manifest.md.\n";
 
@@ -54,8 +56,9 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
       if (out.request.signing_key_file.empty()) return Error(Errc::kInvalidArgument, "--signing-key needs a value");
     } else if (is("--trace-content")) {
       ASSIGN_OR_RETURN(std::string v, value("--trace-content"));
-      if (v != "hashes")
-        return Error(Errc::kInvalidArgument, "--trace-content: only 'hashes' is available in this build");
+      if (v == "hashes") out.request.trace_content = agent::TraceContent::kHashes;
+      else if (v == "full") out.request.trace_content = agent::TraceContent::kFull;
+      else return Error(Errc::kInvalidArgument, "--trace-content: expected hashes or full");
     } else if (!a.empty() && a[0] == '-') {
       return Error(Errc::kInvalidArgument, "unknown option " + std::string(a.substr(0, 64)) + " (try corral run --help)");
     } else if (!have_manifest) {

@@ -152,3 +152,30 @@ TEST(AuditRunStepsRecorded, AnInterruptedRunIsDetectedByTheNextRun) {
 
 }  // namespace
 }  // namespace corral::testing
+
+namespace corral::testing {
+namespace {
+
+TEST(AuditRunStepsRecorded, TraceContentFullKeepsContentsAsBlobsNamedByTheirHash) {
+  RunFixture f;
+  f.ws.write("in.txt", kFileSentinel + "\n");
+  f.reply({call("read", {{"path", "in.txt"}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run({"--trace-content", "full"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const std::string hash = f.toolCalls().at(0)["sha256"];
+  EXPECT_EQ(f.ws.read(".corral/blobs/" + hash), kFileSentinel + "\n");
+  // The trace itself still names contents by hash only, and the record verifies.
+  EXPECT_EQ(f.ws.read(".corral/trace.jsonl").find(kFileSentinel), std::string::npos);
+  EXPECT_EQ(corral::testing::run({corralBin(), "verify", f.ws.path()}).exit_code, 0);
+  // Control: by default nothing is kept.
+  RunFixture g;
+  g.ws.write("in.txt", kFileSentinel + "\n");
+  g.reply({call("read", {{"path", "in.txt"}})});
+  g.reply({call("finish", {{"summary", "done"}})});
+  ASSERT_EQ(g.run({}).exit_code, 0);
+  EXPECT_FALSE(g.ws.exists(".corral/blobs"));
+}
+
+}  // namespace
+}  // namespace corral::testing
