@@ -47,6 +47,7 @@ void Connection::readHead() {
   client_.async_read_some(asio::buffer(inbuf_.data() + old, kStep),
                           [self = shared_from_this(), old](boost::system::error_code ec, size_t n) {
                             self->inbuf_.resize(old + n);
+                            if (n > 0) self->got_bytes_ = true;
                             if (self->finished_) return;
                             if (ec) {
                               self->abort("incomplete-request");

@@ -103,6 +103,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int halves_open_ = 0;
   bool responded_ = false;   // a refusal was sent (or a tunnel refused): at most one
   bool down_busy_ = false;   // a write to the client is in flight
+  bool got_bytes_ = false;  // the client sent at least one byte
   bool finished_ = false;
   uint64_t timer_gen_ = 0;  // a timer handler runs only if no re-arm happened since
 

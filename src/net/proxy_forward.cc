@@ -134,7 +134,7 @@ void Connection::sendForwardHead() {
 }
 
 void Connection::pumpRequestBody() {
-  if (!up_buf_) up_buf_ = std::make_unique<char[]>(kRelayBuffer);
+  if (!up_buf_) up_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
   client_.async_read_some(asio::buffer(up_buf_.get(), kRelayBuffer), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
     if (self->finished_) return;
     if (ec) {

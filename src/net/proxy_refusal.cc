@@ -96,7 +96,7 @@ void Connection::drainAndClose() {
   boost::system::error_code ignored;
   client_.shutdown(asio::socket_base::shutdown_send, ignored);
   armTimer(std::chrono::milliseconds(1000), [this] { finish(); });
-  if (!down_buf_) down_buf_ = std::make_unique<char[]>(kRelayBuffer);
+  if (!down_buf_) down_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
   auto self = shared_from_this();
   auto drained = std::make_shared<size_t>(0);
   auto step = std::make_shared<std::function<void()>>();
@@ -128,7 +128,7 @@ void Connection::finish() {
   server_.live_count.fetch_sub(1);
   ev_.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
   // A connection that never sent a byte asked for nothing: no event, no log line.
-  if (ev_.method.empty() && inbuf_.empty() && ev_.rule != "too-many-connections") return;
+  if (!got_bytes_ && ev_.rule != "too-many-connections") return;
   if (ev_.decision.empty()) ev_.decision = "refuse";
   const bool refused = ev_.decision != "allow";
   if (log::enabled(refused ? log::Level::kWarn : log::Level::kInfo)) {

@@ -32,7 +32,7 @@ void Connection::armIdle() {
 }
 
 void Connection::relayDown() {
-  if (!down_buf_) down_buf_ = std::make_unique<char[]>(kRelayBuffer);
+  if (!down_buf_) down_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
   upstream_.async_read_some(asio::buffer(down_buf_.get(), kRelayBuffer), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
     if (self->finished_ || self->responded_) return;
     if (ec) {
@@ -71,7 +71,7 @@ void Connection::relayDown() {
 }
 
 void Connection::relayUp() {
-  if (!up_buf_) up_buf_ = std::make_unique<char[]>(kRelayBuffer);
+  if (!up_buf_) up_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
   client_.async_read_some(asio::buffer(up_buf_.get(), kRelayBuffer), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
     if (self->finished_ || self->responded_) return;
     if (ec) {

@@ -4,6 +4,8 @@
 
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include "base/log.h"
 #include "net/proxy_connection.h"
 
