@@ -54,7 +54,7 @@ void Connection::readClientHello() {
   inbuf_.resize(old + kStep);
   client_.async_read_some(asio::buffer(inbuf_.data() + old, kStep), [self = shared_from_this(), old](boost::system::error_code ec, size_t n) {
     self->inbuf_.resize(old + n);
-    if (self->finished_) return;
+    if (self->finished_ || self->responded_) return;
     if (ec) {
       self->abort("client-closed");
       return;

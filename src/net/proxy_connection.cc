@@ -48,7 +48,7 @@ void Connection::readHead() {
                           [self = shared_from_this(), old](boost::system::error_code ec, size_t n) {
                             self->inbuf_.resize(old + n);
                             if (n > 0) self->got_bytes_ = true;
-                            if (self->finished_) return;
+                            if (self->finished_ || self->responded_) return;
                             if (ec) {
                               self->abort("incomplete-request");
                               return;

@@ -136,7 +136,7 @@ void Connection::sendForwardHead() {
 void Connection::pumpRequestBody() {
   if (!up_buf_) up_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
   client_.async_read_some(asio::buffer(up_buf_.get(), kRelayBuffer), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-    if (self->finished_) return;
+    if (self->finished_ || self->responded_) return;
     if (ec) {
       self->abort("incomplete-request");  // the client went away mid-body
       return;

@@ -94,6 +94,9 @@ void Connection::refuse(const Refusal& r) {
 void Connection::drainAndClose() {
   if (finished_) return;
   boost::system::error_code ignored;
+  // A read still pending from an earlier phase (the head, a ClientHello, a body) is
+  // cancelled: its handler sees responded_ and stops, and only the drain reads from now on.
+  client_.cancel(ignored);
   client_.shutdown(asio::socket_base::shutdown_send, ignored);
   armTimer(std::chrono::milliseconds(1000), [this] { finish(); });
   if (!down_buf_) down_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <regex>
 #include <thread>
 
 #ifndef CORRAL_NET_TEST_DIR
@@ -85,15 +84,19 @@ std::optional<Upstreams> startUpstreams(std::string* why) {
   char c;
   while (::read(outp[0], &c, 1) == 1 && c != '\n') line += c;
   ::close(outp[0]);
-  std::smatch m;
-  if (!std::regex_search(line, m, std::regex(R"(\"http\": (\d+), \"https\": (\d+), \"echo\": (\d+))"))) {
+  // std::regex is avoided: GCC 12 warns inside it under the sanitizers (-Werror).
+  auto portAfter = [&line](const std::string& key) -> uint16_t {
+    size_t at = line.find("\"" + key + "\": ");
+    return at == std::string::npos ? 0 : static_cast<uint16_t>(std::atoi(line.c_str() + at + key.size() + 4));
+  };
+  u.http = portAfter("http");
+  u.https = portAfter("https");
+  u.echo = portAfter("echo");
+  if (!u.http || !u.https || !u.echo) {
     *why = "upstream.py did not start: '" + line + "'";
     stopUpstreams(u);
     return std::nullopt;
   }
-  u.http = static_cast<uint16_t>(std::stoi(m[1]));
-  u.https = static_cast<uint16_t>(std::stoi(m[2]));
-  u.echo = static_cast<uint16_t>(std::stoi(m[3]));
   return u;
 }
 
@@ -178,9 +181,15 @@ int statusOf(const std::string& response) {
 }
 
 std::string deniedOf(const std::string& response) {
-  std::smatch m;
-  if (std::regex_search(response, m, std::regex("[Xx]-[Cc]orral-[Dd]enied: ([a-z0-9-]+)"))) return m[1];
-  return "";
+  size_t end = response.find("\r\n\r\n");
+  std::string head = response.substr(0, end);
+  for (char& c : head)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  const std::string key = "\r\nx-corral-denied: ";
+  size_t at = head.find(key);
+  if (at == std::string::npos) return "";
+  at += key.size();
+  return response.substr(at, response.find("\r\n", at) - at);
 }
 
 void EventLog::add(const ConnectionEvent& e) {
