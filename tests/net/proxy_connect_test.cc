@@ -209,6 +209,29 @@ TEST_F(ProxyConnect, ThousandConcurrentTunnelsEchoAndCloseOnShutdown) {
   }
 }
 
+TEST_F(ProxyConnect, IdleTunnelIsClosedAfterIdleTimeout) {
+  ProxyOptions o;
+  o.idle_timeout = std::chrono::milliseconds(300);
+  uint16_t p = startProxy({"https://127.0.0.1:EPORT"}, o);
+  const std::string a = "127.0.0.1:" + std::to_string(up_->echo);
+  int fd = connectLoopback(p);
+  ASSERT_GE(fd, 0);
+  std::string msg = "CONNECT " + a + " HTTP/1.1\r\n\r\n", got;
+  ASSERT_GT(::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL), 0);
+  ASSERT_TRUE(readExactly(fd, 39, got));
+  const std::string hello = clientHelloBytes();
+  ASSERT_GT(::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL), 0);
+  ASSERT_TRUE(readExactly(fd, hello.size(), got));
+  auto t0 = std::chrono::steady_clock::now();
+  char c;
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0) << "the idle tunnel was not closed";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ::close(fd);
+  auto e = events_.waitFor("allowed");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->bytes_up, hello.size());
+}
+
 TEST_F(ProxyConnect, ConnectionsBeyondTheLimitGet503) {
   ProxyOptions o;
   o.max_connections = 2;

@@ -81,7 +81,7 @@ TEST_F(ProxyForward, GrantedLiteralReachesUpstreamAndEventRecordsIt) {
 TEST_F(ProxyForward, UpstreamSeesOriginFormCanonicalHostAndNoProxyHeaders) {
   uint16_t p = startProxy({"http://127.0.0.1:PORT"});
   std::string out = curl(p, "http://2130706433:" + hp() + "/x",
-                         "-U user:pw -H 'Proxy-Connection: keep-alive' -H 'Connection: X-Hop' -H 'X-Hop: 1' -H 'X-Keep: 2'");
+                         "-U user:pw -H 'Proxy-Connection: keep-alive' -H 'Connection: X-Hop' -H 'X-Hop: 1' -H 'X-Keep: 2' -H 'Upgrade: websocket'");
   ASSERT_EQ(statusOf(out), 200) << out;
   std::string head = upstreamLastHead(*up_);
   EXPECT_NE(head.find("GET /x HTTP/1.1"), std::string::npos) << head;
@@ -90,6 +90,7 @@ TEST_F(ProxyForward, UpstreamSeesOriginFormCanonicalHostAndNoProxyHeaders) {
   EXPECT_NE(head.find("X-Keep: 2"), std::string::npos) << head;
   EXPECT_EQ(head.find("Proxy-"), std::string::npos) << head;
   EXPECT_EQ(head.find("X-Hop"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Upgrade"), std::string::npos) << head;
 }
 
 TEST_F(ProxyForward, PythonUrllibThroughTheProxy) {
