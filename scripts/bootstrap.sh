@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang
   libseccomp-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libcap-dev libcurl4-openssl-dev libidn2-dev libboost-dev
-  bubblewrap crun util-linux iproute2 python3 curl git strace
+  bubblewrap crun util-linux iproute2 python3 curl git strace openssl
   clang-14 libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// One client connection of the proxy (internal): head, decision, upstream, relay, event.
+#pragma once
+
+#include <atomic>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_set>
+
+#include "net/http_chunked.h"
+#include "net/http_request.h"
+#include "net/proxy_server.h"
+#include "policy/egress_decide.h"
+
+namespace corral::net {
+
+namespace asio = boost::asio;
+using ClientSocket = asio::generic::stream_protocol::socket;
+class Connection;
+
+struct ProxyServer::Impl {
+  ProxyOptions options;
+  asio::io_context io{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::thread thread;
+  // Invariant: the members below are touched only on the proxy thread.
+  std::unordered_set<Connection*> live;
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors;
+  std::vector<std::unique_ptr<asio::local::stream_protocol::socket>> channels;
+  bool stopping = false;
+  std::atomic<size_t> live_count{0};
+
+  void start(ClientSocket socket, std::shared_ptr<const ClientPolicy> policy);
+  void shutdown();
+};
+
+// Status, rule and reason of a refusal sent as an HTTP response.
+struct Refusal {
+  int status;
+  std::string rule;
+  std::string reason;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(ProxyServer::Impl& server, ClientSocket client, std::shared_ptr<const ClientPolicy> policy);
+  void begin();                       // read the request head
+  void refuse(const Refusal& r);      // answer with the refusal, then close
+  void abort(std::string_view rule);  // close now (shutdown, timeouts)
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  using tcp = asio::ip::tcp;
+
+  void readHead();
+  void onHead();
+  // proxy_forward.cc
+  void handleForward();
+  void sendForwardHead();
+  void pumpRequestBody();
+  std::string forwardHead() const;
+  // proxy_connect.cc
+  void handleConnect();
+  void readClientHello();
+  void checkClientHello();
+  void refuseInTunnel(std::string rule, std::string reason);
+  // proxy_upstream.cc
+  void resolveAndDial(std::function<void()> connected);
+  void dial(const policy::egress::DialTarget& target, std::function<void()> connected);
+  void vetAndDial(const std::vector<policy::egress::IpAddress>& answer, std::function<void()> connected);
+  // proxy_relay.cc
+  void relayDown();  // upstream -> client until EOF
+  void relayUp();    // client -> upstream until EOF (tunnels)
+  void armIdle();
+  void armTimer(std::chrono::milliseconds after, std::function<void()> on_expiry);
+  void touch() { last_activity_ = Clock::now(); }
+  void halfDone();
+  // proxy_refusal.cc
+  void finish();
+  void drainAndClose();
+
+  ProxyServer::Impl& server_;
+  ClientSocket client_;
+  tcp::socket upstream_;
+  tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  std::shared_ptr<const ClientPolicy> policy_;
+  Clock::time_point started_ = Clock::now();
+  Clock::time_point last_activity_ = started_;
+  std::string inbuf_;  // request head (and any body bytes read with it); ClientHello in tunnels
+  RequestHeadParser parser_;
+  std::optional<policy::egress::Destination> dest_;
+  ChunkedDecoder chunked_;
+  uint64_t body_left_ = 0;  // Content-Length bytes still to forward
+  bool body_done_ = false;
+  std::unique_ptr<char[]> up_buf_, down_buf_;  // allocated when the relay starts
+  ConnectionEvent ev_;
+  int halves_open_ = 0;
+  bool responded_ = false;   // a refusal was sent (or a tunnel refused): at most one
+  bool down_busy_ = false;   // a write to the client is in flight
+  bool got_bytes_ = false;  // the client sent at least one byte
+  bool finished_ = false;
+  uint64_t timer_gen_ = 0;  // a timer handler runs only if no re-arm happened since
+
+  friend struct ProxyServer::Impl;
+};
+
+inline constexpr size_t kRelayBuffer = 64 * 1024;
+std::string requestedText(std::string_view authority);  // ConnectionEvent::requested
+std::string refusalResponse(const Refusal& r);
+int statusForRule(policy::egress::Rule rule);
+
+}  // namespace corral::net

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+// The proxy's CONNECT path against real TLS clients: grants, the SNI rule, non-TLS tunnels,
+// 1,000 concurrent tunnels, the connection limit, and the SCM_RIGHTS fd channel.
+#include <gtest/gtest.h>
+#include <openssl/ssl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "net_fixture.h"
+
+namespace corral::net::testing {
+namespace {
+
+class ProxyConnect : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    auto u = startUpstreams(&why);
+    if (!u) {
+      skip_ = why;
+      return;
+    }
+    up_ = new Upstreams(*u);
+  }
+  static void TearDownTestSuite() {
+    if (up_) stopUpstreams(*up_);
+    delete up_;
+    up_ = nullptr;
+  }
+  void SetUp() override {
+    if (!up_) GTEST_SKIP() << skip_;
+  }
+  void TearDown() override { proxy_.reset(); }
+
+  static std::string ports(std::string g) {
+    for (auto [key, port] : {std::pair{"SPORT", up_->https}, std::pair{"EPORT", up_->echo}, std::pair{"HPORT", up_->http}})
+      if (auto p = g.find(key); p != std::string::npos) g.replace(p, std::string(key).size(), std::to_string(port));
+    return g;
+  }
+  uint16_t startProxy(std::vector<std::string> grants, ProxyOptions options = {}) {
+    for (auto& g : grants) g = ports(g);
+    options.on_event = [this](const ConnectionEvent& e) { events_.add(e); };
+    auto s = ProxyServer::start(std::move(options));
+    EXPECT_TRUE(s.ok());
+    proxy_ = std::move(*s);
+    auto port = proxy_->listen("127.0.0.1", 0, policyOf("run-tun", grants));
+    EXPECT_TRUE(port.ok());
+    return *port;
+  }
+  std::string sp() const { return std::to_string(up_->https); }
+  std::string curlHttps(uint16_t p, const std::string& url) {
+    return run("curl -sS -v --max-time 20 --cacert " + up_->cafile + " -x http://127.0.0.1:" + std::to_string(p) + " '" + url + "'");
+  }
+  std::string tlsClient(uint16_t p, const std::string& authority, const std::string& sni) {
+    return run(std::string(CORRAL_PYTHON3) + " " CORRAL_NET_TEST_DIR "/client.py tls " + std::to_string(p) + " " + authority + " " +
+               sni + " " + up_->cafile);
+  }
+
+  static Upstreams* up_;
+  static std::string skip_;
+  std::unique_ptr<ProxyServer> proxy_;
+  EventLog events_;
+};
+Upstreams* ProxyConnect::up_ = nullptr;
+std::string ProxyConnect::skip_;
+
+TEST_F(ProxyConnect, CurlAndUrllibReachAGrantedHttpsLiteral) {
+  uint16_t p = startProxy({"https://127.0.0.1:SPORT"});
+  int before = upstreamCount(*up_, true);
+  std::string out = curlHttps(p, "https://127.0.0.1:" + sp() + "/curl");
+  EXPECT_NE(out.find("upstream ok path=/curl"), std::string::npos) << out;
+  out = run(std::string(CORRAL_PYTHON3) + " " CORRAL_NET_TEST_DIR "/client.py urllib " + std::to_string(p) + " https://127.0.0.1:" +
+            sp() + "/py " + up_->cafile);
+  EXPECT_EQ(out.rfind("200 - upstream ok path=/py", 0), 0u) << out;
+  EXPECT_EQ(upstreamCount(*up_, true), before + 2);
+  auto e = events_.waitFor("allowed");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, "connect");
+  EXPECT_EQ(e->method, "CONNECT");
+  EXPECT_EQ(e->requested, "127.0.0.1:" + sp());
+  EXPECT_EQ(e->destination, "127.0.0.1:" + sp());
+  EXPECT_EQ(e->resolved, "127.0.0.1:" + sp());
+  EXPECT_EQ(e->status, 200);
+  EXPECT_GT(e->bytes_up, 200u);
+  EXPECT_GT(e->bytes_down, 200u);
+}
+
+TEST_F(ProxyConnect, RefusedConnectsName403AndRuleAndNeverReachUpstream) {
+  uint16_t p = startProxy({"https://127.0.0.1:SPORT", "http://127.0.0.3:SPORT", "https://localhost:SPORT"});
+  const std::pair<std::string, std::string> cases[] = {
+      {"https://127.0.0.2:" + sp() + "/", "no-grant"},
+      {"https://127.0.0.1:1/", "port-mismatch"},
+      {"https://127.0.0.3:" + sp() + "/", "scheme-mismatch"},
+      {"https://localhost:" + sp() + "/", "private-address"},
+  };
+  int before = upstreamCount(*up_, true);
+  for (const auto& [url, rule] : cases) {
+    std::string out = curlHttps(p, url);
+    EXPECT_NE(out.find("< HTTP/1.1 403"), std::string::npos) << url << "\n" << out;
+    EXPECT_NE(out.find("< X-Corral-Denied: " + rule), std::string::npos) << url << "\n" << out;
+    auto e = events_.waitFor(rule);
+    ASSERT_TRUE(e) << rule;
+    EXPECT_EQ(e->kind, "connect");
+    EXPECT_EQ(e->decision, "refuse");
+  }
+  EXPECT_EQ(upstreamCount(*up_, true), before);
+}
+
+// The SNI rule: a tunnel to the literal 127.0.0.1 carrying a ClientHello for another name is
+// closed before a byte reaches the upstream; the same tunnel without SNI is the control.
+TEST_F(ProxyConnect, ClientHelloNamingAnotherHostIsRefused) {
+  uint16_t p = startProxy({"https://127.0.0.1:SPORT"});
+  int before = upstreamCount(*up_, true);
+  std::string out = tlsClient(p, "127.0.0.1:" + sp(), "evil.example");
+  EXPECT_EQ(out.rfind("tls-error", 0), 0u) << out;
+  auto e = events_.waitFor("sni-mismatch");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->decision, "refuse");
+  EXPECT_EQ(e->bytes_up, 0u) << "bytes reached the upstream of a refused tunnel";
+  EXPECT_EQ(upstreamCount(*up_, true), before);
+  out = tlsClient(p, "127.0.0.1:" + sp(), "-");
+  EXPECT_NE(out.find("upstream ok path=/tls"), std::string::npos) << out;
+  EXPECT_EQ(upstreamCount(*up_, true), before + 1);
+}
+
+TEST_F(ProxyConnect, TunnelThatDoesNotSpeakTlsIsClosed) {
+  uint16_t p = startProxy({"https://127.0.0.1:HPORT"});
+  int before = upstreamCount(*up_, false);
+  const std::string a = "127.0.0.1:" + std::to_string(up_->http);
+  RawReply r = rawExchange(p, "CONNECT " + a + " HTTP/1.1\r\nHost: " + a + "\r\n\r\nGET / HTTP/1.1\r\nHost: " + a + "\r\n\r\n");
+  EXPECT_EQ(statusOf(r.bytes), 200) << r.bytes;
+  EXPECT_EQ(r.bytes.find("upstream ok"), std::string::npos) << r.bytes;
+  EXPECT_TRUE(r.closed);
+  EXPECT_TRUE(events_.waitFor("tunnel-not-tls"));
+  EXPECT_EQ(upstreamCount(*up_, false), before);
+}
+
+std::string clientHelloBytes() {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  BIO* wbio = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, BIO_new(BIO_s_mem()), wbio);
+  SSL_set_connect_state(ssl);
+  (void)SSL_do_handshake(ssl);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(wbio, &data);
+  std::string out(data, static_cast<size_t>(n));
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return out;
+}
+
+bool readExactly(int fd, size_t n, std::string& out) {
+  out.clear();
+  char buf[8192];
+  while (out.size() < n) {
+    ssize_t k = ::recv(fd, buf, std::min(sizeof buf, n - out.size()), 0);
+    if (k <= 0) return false;
+    out.append(buf, static_cast<size_t>(k));
+  }
+  return true;
+}
+
+TEST_F(ProxyConnect, ThousandConcurrentTunnelsEchoAndCloseOnShutdown) {
+  constexpr int kTunnels = 1000;
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < 4 * kTunnels + 100) {
+    rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, 4 * kTunnels + 100);
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (rl.rlim_cur < 3 * kTunnels + 100) GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << rl.rlim_max << " is too low";
+  uint16_t p = startProxy({"https://127.0.0.1:EPORT"});
+  const std::string a = "127.0.0.1:" + std::to_string(up_->echo);
+  const std::string connect = "CONNECT " + a + " HTTP/1.1\r\nHost: " + a + "\r\n\r\n";
+  const std::string established = "HTTP/1.1 200 Connection Established\r\n\r\n";
+  const std::string hello = clientHelloBytes();
+  std::vector<int> fds;
+  for (int i = 0; i < kTunnels; ++i) {
+    int fd = connectLoopback(p);
+    ASSERT_GE(fd, 0) << "tunnel " << i;
+    fds.push_back(fd);
+    ASSERT_EQ(::send(fd, connect.data(), connect.size(), MSG_NOSIGNAL), static_cast<ssize_t>(connect.size()));
+  }
+  std::string got;
+  for (int i = 0; i < kTunnels; ++i) {
+    ASSERT_TRUE(readExactly(fds[i], established.size(), got)) << "tunnel " << i;
+    ASSERT_EQ(got, established);
+    std::string msg = hello + "ping-" + std::to_string(i);
+    ASSERT_EQ(::send(fds[i], msg.data(), msg.size(), MSG_NOSIGNAL), static_cast<ssize_t>(msg.size()));
+  }
+  EXPECT_EQ(proxy_->connectionCount(), static_cast<size_t>(kTunnels));
+  for (int i = 0; i < kTunnels; ++i) {
+    std::string want = hello + "ping-" + std::to_string(i);
+    ASSERT_TRUE(readExactly(fds[i], want.size(), got)) << "tunnel " << i;
+    ASSERT_EQ(got, want) << "tunnel " << i << " echoed other bytes";
+  }
+  // Shutting the proxy down closes every tunnel and reports each one.
+  proxy_.reset();
+  size_t allowed = 0;
+  for (const auto& e : events_.all()) allowed += e.rule == "allowed" && e.kind == "connect";
+  EXPECT_EQ(allowed, static_cast<size_t>(kTunnels));
+  char c;
+  for (int fd : fds) {
+    EXPECT_EQ(::recv(fd, &c, 1, 0), 0) << "a tunnel stayed open after shutdown";
+    ::close(fd);
+  }
+}
+
+TEST_F(ProxyConnect, IdleTunnelIsClosedAfterIdleTimeout) {
+  ProxyOptions o;
+  o.idle_timeout = std::chrono::milliseconds(300);
+  uint16_t p = startProxy({"https://127.0.0.1:EPORT"}, o);
+  const std::string a = "127.0.0.1:" + std::to_string(up_->echo);
+  int fd = connectLoopback(p);
+  ASSERT_GE(fd, 0);
+  std::string msg = "CONNECT " + a + " HTTP/1.1\r\n\r\n", got;
+  ASSERT_GT(::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL), 0);
+  ASSERT_TRUE(readExactly(fd, 39, got));
+  const std::string hello = clientHelloBytes();
+  ASSERT_GT(::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL), 0);
+  ASSERT_TRUE(readExactly(fd, hello.size(), got));
+  auto t0 = std::chrono::steady_clock::now();
+  char c;
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0) << "the idle tunnel was not closed";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ::close(fd);
+  auto e = events_.waitFor("allowed");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->bytes_up, hello.size());
+}
+
+TEST_F(ProxyConnect, ConnectionsBeyondTheLimitGet503) {
+  ProxyOptions o;
+  o.max_connections = 2;
+  uint16_t p = startProxy({"https://127.0.0.1:SPORT"}, o);
+  int a = connectLoopback(p), b = connectLoopback(p);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  for (int i = 0; i < 200 && proxy_->connectionCount() < 2; ++i) usleep(5000);
+  RawReply r = rawExchange(p, "CONNECT 127.0.0.1:" + sp() + " HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(statusOf(r.bytes), 503) << r.bytes;
+  EXPECT_EQ(deniedOf(r.bytes), "too-many-connections");
+  ::close(a);
+  ::close(b);
+}
+
+TEST_F(ProxyConnect, FdChannelServesEachReceivedSocketWithItsPolicy) {
+  auto s = ProxyServer::start({.on_event = [this](const ConnectionEvent& e) { events_.add(e); }});
+  ASSERT_TRUE(s.ok());
+  proxy_ = std::move(*s);
+  int chan[2], client[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, client), 0);
+  proxy_->adoptFdChannel(UniqueFd(chan[0]), policyOf("sandbox-7", {ports("http://127.0.0.1:HPORT")}));
+  // What a sandbox's init does: one accepted socket per message, a 1-byte payload.
+  char byte = 'f';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &client[0], sizeof(int));
+  ASSERT_EQ(::sendmsg(chan[1], &msg, 0), 1);
+  ::close(client[0]);
+  const std::string a = "127.0.0.1:" + std::to_string(up_->http);
+  std::string req = "GET http://" + a + "/chan HTTP/1.1\r\nHost: " + a + "\r\n\r\n";
+  ASSERT_EQ(::write(client[1], req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  std::string resp;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(client[1], buf, sizeof buf)) > 0;) resp.append(buf, static_cast<size_t>(n));
+  EXPECT_EQ(statusOf(resp), 200) << resp;
+  EXPECT_NE(resp.find("upstream ok path=/chan"), std::string::npos) << resp;
+  auto e = events_.waitFor("allowed");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->tag, "sandbox-7");
+  ::close(client[1]);
+  ::close(chan[1]);  // EOF ends the channel
+}
+
+}  // namespace
+}  // namespace corral::net::testing
