@@ -94,15 +94,16 @@ Result<TaskOutcome> runTaskLoop(RunContext& run, const std::string& id, const po
   task.budget = &budget;
   TaskOutcome outcome;
   outcome.id = id;
+  const std::string system_prompt = systemPrompt(manifest, run.apply, id);
   RETURN_IF_ERROR(run.record("task_start", {{"task", id},
                                             {"manifest_sha256", audit::sha256Hex(policy::manifestToCanonicalJson(manifest))},
                                             {"task_bytes", manifest.task.size()},
                                             {"task_sha256", audit::sha256Hex(manifest.task)},
-                                            {"system_prompt_sha256", audit::sha256Hex(systemPrompt(manifest, run.apply, id))}}));
+                                            {"system_prompt_sha256", audit::sha256Hex(system_prompt)}}));
   std::vector<Message> messages;
-  messages.push_back({Role::kSystem, systemPrompt(manifest, run.apply, id), {}, {}, {}});
+  messages.push_back({Role::kSystem, system_prompt, {}, {}, {}});
   RETURN_IF_ERROR(run.keep(manifest.task));
-  RETURN_IF_ERROR(run.keep(messages[0].content));
+  RETURN_IF_ERROR(run.keep(system_prompt));
   messages.push_back({Role::kUser, manifest.task, {}, {}, {}});
   const std::vector<ToolSpec> specs = toolSpecs();
   ConversationHash conversation_hash;
