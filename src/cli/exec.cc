@@ -9,10 +9,14 @@
 #include <climits>
 #include <cstdlib>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 
 #include "base/unique_fd.h"
 #include "cli/exec_options.h"
 #include "cli/report_json.h"
+#include "net/lease_table.h"
+#include "net/sandbox_egress.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -54,10 +58,50 @@ Result<void> writeReport(const UniqueFd& fd, const std::string& path, const std:
   return {};
 }
 
-int finish(const ExecInvocation& inv, const UniqueFd& report_fd, const sandbox::RunReport& report) {
+// --net proxy: the run's proxy and what it saw. Events arrive on the proxy thread.
+struct Egress {
+  std::mutex mu;
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  std::unique_ptr<net::SandboxEgress> proxy;
+  UniqueFd channel;  // the sandbox's end
+};
+
+std::string runTag() {
+  uint8_t bytes[8];
+  if (!net::systemRandom(bytes)) return "exec-" + std::to_string(::getpid());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string tag = "exec-";
+  for (uint8_t b : bytes) {
+    tag += kHex[b >> 4];
+    tag += kHex[b & 15];
+  }
+  return tag;
+}
+
+// The proxy logs each refusal at once (warn: shown by default), so a user sees why a request
+// was blocked without asking for the report; every event goes into the report.
+Result<void> startEgress(ExecInvocation& inv, Egress& egress) {
+  net::EgressConfig config;
+  config.tag = runTag();
+  config.grants = inv.allow;
+  config.sandbox_port = inv.spec.proxy.port;
+  config.on_event = [&egress](const net::ConnectionEvent& e) {
+    std::lock_guard lock(egress.mu);
+    egress.events.push_back(net::eventJson(e));
+  };
+  ASSIGN_OR_RETURN(egress.proxy, net::SandboxEgress::start(std::move(config)));
+  ASSIGN_OR_RETURN(egress.channel, egress.proxy->attach());
+  inv.spec.proxy.channel = egress.channel.get();
+  for (std::string& kv : egress.proxy->sandboxEnvironment()) inv.spec.env.push_back(std::move(kv));
+  return {};
+}
+
+int finish(const ExecInvocation& inv, const UniqueFd& report_fd, const sandbox::RunReport& report,
+           Egress* egress = nullptr) {
   if (!report.error.empty()) errorLine(report.error);
+  if (egress) egress->proxy.reset();  // closes what is still open: every event is in
   if (inv.json || report_fd.valid()) {
-    std::string json = renderReport(report);
+    std::string json = renderReport(report, egress ? &egress->events : nullptr);
     if (report_fd.valid()) {
       if (auto w = writeReport(report_fd, *inv.report_file, json); !w) {
         errorLine(w.error().message());
@@ -96,12 +140,20 @@ int execMain(const std::vector<std::string>& args) {
     failed.error = ok.error().message();
     return finish(inv, report_fd, failed);
   }
+  std::unique_ptr<Egress> egress;
+  if (inv.net_proxy) {
+    egress = std::make_unique<Egress>();
+    if (auto ok = startEgress(inv, *egress); !ok) {
+      failed.error = "--net proxy: " + ok.error().message();
+      return finish(inv, report_fd, failed);
+    }
+  }
   auto report = sandbox::runLinux(inv.spec, {inv.timing});
   if (!report) {
     failed.error = report.error().message();
-    return finish(inv, report_fd, failed);
+    return finish(inv, report_fd, failed, egress.get());
   }
-  return finish(inv, report_fd, *report);
+  return finish(inv, report_fd, *report, egress.get());
 }
 
 }  // namespace corral::cli

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "net/sandbox_egress.h"
 #include "policy/env_policy.h"
 #include "policy/path_policy.h"
 #include "policy/units.h"
@@ -18,8 +19,6 @@ namespace {
 using policy::printable;
 
 constexpr uint64_t kMaxCount = 1u << 20;  // --pids and --open-files: 1..1048576
-constexpr const char* kNoProxy =
-    "the egress proxy is not available yet (issue: egress proxy); only --net none is supported";
 
 struct State {
   ExecInvocation inv;
@@ -59,15 +58,26 @@ Result<void> onOutput(State& s, std::string_view opt, std::string_view v) {
   return {};
 }
 
-Result<void> onNet(State&, std::string_view opt, std::string_view v) {
+Result<void> onNet(State& s, std::string_view opt, std::string_view v) {
   if (v == "none") return {};
-  if (v == "proxy") return invalid(std::string(opt) + " proxy: " + kNoProxy);
+  if (v == "proxy") {
+    s.inv.net_proxy = true;
+    return {};
+  }
   return withValue(opt, v, invalid("not a network mode (none or proxy)"));
 }
 
-// The URL is not echoed: it may carry credentials (https://user:token@host).
-Result<void> onAllow(State&, std::string_view opt, std::string_view) {
-  return invalid(std::string(opt) + ": " + kNoProxy);
+// The URL is echoed only once it parsed as a grant: a grant holds no userinfo, path or
+// query, so nothing secret survives into it. A refused URL may carry one
+// (https://user:token@host), so the error names the rule, not the text.
+Result<void> onAllow(State& s, std::string_view opt, std::string_view v) {
+  auto grant = policy::egress::parseGrantReasonOnly(v);
+  if (!grant) return invalid(std::string(opt) + ": " + grant.error().message() + " (URL not shown)");
+  auto& grants = s.inv.allow;
+  if (std::find(grants.begin(), grants.end(), *grant) != grants.end())
+    return invalid(std::string(opt) + " " + grant->text() + ": given twice");
+  grants.push_back(std::move(*grant));
+  return {};
 }
 
 // Only the key is echoed: the value may be a secret.
@@ -220,6 +230,21 @@ std::string sizeText(uint64_t bytes) {
   return std::to_string(bytes);
 }
 
+// --allow only means something through the proxy; giving it without --net proxy is a
+// mistake worth naming rather than a silently unreachable grant. With the proxy, the
+// variables that point clients at it are corral's, not the caller's.
+Result<void> checkNetwork(const State& s) {
+  if (!s.inv.net_proxy) {
+    if (!s.inv.allow.empty()) return invalid("--allow needs --net proxy");
+    return {};
+  }
+  const auto& owned = net::SandboxEgress::environmentNames();
+  for (const auto& [key, value] : s.env)
+    if (std::find(owned.begin(), owned.end(), key) != owned.end())
+      return invalid("--env " + key + ": set by --net proxy (it points at corral's egress proxy)");
+  return {};
+}
+
 }  // namespace
 
 Result<ExecInvocation> parseExecArgs(const std::vector<std::string>& args) {
@@ -261,6 +286,7 @@ Result<ExecInvocation> parseExecArgs(const std::vector<std::string>& args) {
       return invalid("command argument " + std::to_string(a - i) + " contains a NUL byte");
   }
   if (args[i].empty()) return invalid("command: the program name is empty");
+  RETURN_IF_ERROR(checkNetwork(s));
   s.inv.spec.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   s.inv.spec.env = policy::env::buildEnvironment(s.env);
   return std::move(s.inv);
@@ -273,7 +299,8 @@ std::string execUsage() {
   u += "Run one command in a fresh sandbox. Options end at -- or at the first non-option.\n";
   u += "  --workspace DIR          copy DIR in as /workspace (default: an empty one)\n";
   u += "  --output REL             copy REL back to DIR after the run (repeatable)\n";
-  u += "  --net none               loopback only (the default; proxy is not available yet)\n";
+  u += "  --net none|proxy         none: loopback only (default); proxy: HTTP(S) via corral's proxy\n";
+  u += "  --allow URL              with --net proxy: grant scheme://host[:port] or *.domain (repeatable)\n";
   u += "  --env K=V                set a variable; nothing else passes from here (repeatable)\n";
   u += "  --memory SIZE            memory limit, e.g. 512M (default: none)\n";
   u += "  --pids N                 process limit (default: " + std::to_string(d.pids) + ")\n";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "policy/egress_grant.h"
 #include "sandbox/spec.h"
 
 namespace corral::cli {
@@ -17,6 +18,8 @@ struct ExecInvocation {
   std::optional<std::string> report_file;  // --report FILE: the JSON report to FILE
   bool timing = false;                     // --timing (undocumented): launch-phase breakdown
   bool help = false;                       // --help: print execUsage() and run nothing
+  bool net_proxy = false;                  // --net proxy: egress through corral's proxy only
+  std::vector<policy::egress::Grant> allow;  // --allow URL (needs --net proxy); empty: deny all
 };
 
 // Options end at "--" or at the first argument that does not start with '-'; the rest is

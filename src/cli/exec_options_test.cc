@@ -75,8 +75,17 @@ TEST(ParseExecArgs, EveryOptionAcceptsAGoodValueInBothForms) {
       {{"--workspace=rel/dir"}, [](auto& i) { EXPECT_EQ(i.spec.workspace, "rel/dir"); }},
       {{"--output", "a/b", "--output=c", "--output", "-dash"},
        [](auto& i) { EXPECT_EQ(i.spec.outputs, (Args{"a/b", "c", "-dash"})); }},
-      {{"--net", "none"}, [](auto&) {}},
-      {{"--net=none"}, [](auto&) {}},
+      {{"--net", "none"}, [](auto& i) { EXPECT_FALSE(i.net_proxy); }},
+      {{"--net=none"}, [](auto& i) { EXPECT_FALSE(i.net_proxy); }},
+      {{"--net", "proxy"}, [](auto& i) { EXPECT_TRUE(i.net_proxy); EXPECT_TRUE(i.allow.empty()); }},
+      {{"--net=proxy", "--allow", "https://API.example.com", "--allow=http://*.example.org:8080", "--allow", "http://127.0.0.1:9"},
+       [](auto& i) {
+         ASSERT_EQ(i.allow.size(), 3u);
+         EXPECT_EQ(i.allow[0].text(), "https://api.example.com:443");
+         EXPECT_EQ(i.allow[1].text(), "http://*.example.org:8080");
+         EXPECT_EQ(i.allow[2].text(), "http://127.0.0.1:9");
+       }},
+      {{"--env", "HTTP_PROXY=http://x:1"}, [](auto& i) { EXPECT_FALSE(i.net_proxy); }},  // harmless without a network
       {{"--env", "FOO=bar", "--env=BAZ=x=y", "--env", "FOO=2", "--env", "HOME=/h"},
        [](auto& i) {
          EXPECT_EQ(i.spec.env, policy::env::buildEnvironment({{"FOO", "bar"}, {"BAZ", "x=y"}, {"FOO", "2"}, {"HOME", "/h"}}));
@@ -182,8 +191,6 @@ struct Bad {
 
 // One table for every class of bad value; each message is checked exactly.
 TEST(ParseExecArgs, RefusesBadValuesWithOneLineMessages) {
-  const std::string no_proxy =
-      "the egress proxy is not available yet (issue: egress proxy); only --net none is supported";
   const std::string not_limit =
       "not a limit (memory, pids, cpu-time, timeout, file-size, open-files, tmp-size, workspace-size)";
   const Bad cases[] = {
@@ -196,11 +203,18 @@ TEST(ParseExecArgs, RefusesBadValuesWithOneLineMessages) {
       {{"--timing=yes"}, "--timing: takes no value"},
       {{"--help=me"}, "--help: takes no value"},
       // network
-      {{"--net", "proxy"}, "--net proxy: " + no_proxy},
-      {{"--net=proxy"}, "--net proxy: " + no_proxy},
       {{"--net", "host"}, "--net host: not a network mode (none or proxy)"},
-      {{"--allow", "https://user:token@example.com"}, "--allow: " + no_proxy},
-      {{"--net", "none", "--allow=https://example.com:443"}, "--allow: " + no_proxy},
+      {{"--allow", "https://example.com"}, "--allow needs --net proxy"},
+      {{"--net", "none", "--allow=https://example.com:443"}, "--allow needs --net proxy"},
+      {{"--net", "proxy", "--allow", "https://user:token@example.com"},
+       "--allow: userinfo (user@) is not allowed in a grant (URL not shown)"},
+      {{"--net", "proxy", "--allow", "ftp://example.com"}, "--allow: the scheme must be http or https (URL not shown)"},
+      {{"--net", "proxy", "--allow", "https://example.com/path?key=x"}, "--allow: a grant has no query or fragment (URL not shown)"},
+      {{"--net", "proxy", "--allow", "https://a.com", "--allow", "HTTPS://A.com:443"},
+       "--allow https://a.com:443: given twice"},
+      {{"--net", "proxy", "--env", "HTTPS_PROXY=http://evil:1"},
+       "--env HTTPS_PROXY: set by --net proxy (it points at corral's egress proxy)"},
+      {{"--net", "proxy", "--env", "no_proxy=*"}, "--env no_proxy: set by --net proxy (it points at corral's egress proxy)"},
       // sizes: malformed, zero, overflow
       {{"--memory", "12Q"}, "--memory 12Q: '12Q' is not a size (e.g. 512K, 64M, 2G)"},
       {{"--memory", "0"}, "--memory 0: '0' is not a size (e.g. 512K, 64M, 2G)"},
@@ -277,6 +291,9 @@ TEST(ParseExecArgs, ErrorsNeverEchoEnvValuesOrAllowUrls) {
   for (const Args& opts : {Args{"--env", "9X=" + secret}, Args{"--env=BAD-NAME=" + secret},
                            Args{"--env", "K=" + secret + std::string(1, '\0')},
                            Args{"--allow", "https://u:" + secret + "@h"}, Args{"--allow=https://" + secret},
+                           Args{"--net", "proxy", "--allow", "https://u:" + secret + "@h"},
+                           Args{"--net", "proxy", "--allow", "https://h/?k=" + secret},
+                           Args{"--net", "proxy", "--allow", "https://h:" + secret},
                            Args{"--bogus=" + secret}}) {
     std::string message = parseErr(with(opts));
     EXPECT_EQ(message.find(secret), std::string::npos) << "secret echoed: " << message;
@@ -293,7 +310,6 @@ TEST(ParseExecArgs, HostileValuesStayOnOneLine) {
 TEST(ExecUsage, ListsEveryDocumentedOptionOnItsOwnLine) {
   const std::string usage = execUsage();
   for (const char* opt : kValueOptions) {
-    if (std::string(opt) == "--allow") continue;  // refused until the egress proxy exists
     EXPECT_NE(usage.find(std::string("\n  ") + opt + " "), std::string::npos) << opt;
   }
   for (const char* flag : {"--json", "--help"}) EXPECT_NE(usage.find(std::string("\n  ") + flag + " "), std::string::npos);

@@ -27,7 +27,7 @@ const char* statusName(sandbox::OutputResult::Status s) {
 
 }  // namespace
 
-std::string renderReport(const sandbox::RunReport& r) {
+std::string renderReport(const sandbox::RunReport& r, const nlohmann::ordered_json* egress) {
   Json j;
   j["version"] = kReportVersion;
   j["exit_code"] = r.exit_code;
@@ -48,6 +48,7 @@ std::string renderReport(const sandbox::RunReport& r) {
   for (const sandbox::OutputResult& o : r.outputs)
     outputs.push_back(Json{{"path", o.path}, {"status", statusName(o.status)}, {"reason", o.reason}, {"bytes", o.bytes}});
   j["outputs"] = std::move(outputs);
+  if (egress) j["egress"] = *egress;
   if (!r.error.empty()) j["error"] = r.error;
   // replace, not the default strict: dump() throws on invalid UTF-8, and an output's name
   // is whatever bytes the command chose. NaN/inf doubles dump as null.

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "sandbox/spec.h"
 
 namespace corral::cli {
@@ -14,9 +16,10 @@ namespace corral::cli {
 //    "cgroup":"v2","landlock_abi":4,
 //    "limits":{"memory":{"value":123|null,"mechanism":"cgroup-v2"},...},
 //    "outputs":[{"path":"a","status":"copied|missing|refused","reason":"","bytes":3}],
+//    "egress":[{...net::eventJson...}],   (only with --net proxy: one per request or tunnel)
 //    "error":"..."}   (error only when set)
 // Strings that are not valid UTF-8 (file names can be anything) are rendered with U+FFFD
 // in place of the bad bytes rather than failing the report.
-std::string renderReport(const sandbox::RunReport& r);
+std::string renderReport(const sandbox::RunReport& r, const nlohmann::ordered_json* egress = nullptr);
 
 }  // namespace corral::cli

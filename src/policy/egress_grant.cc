@@ -7,9 +7,8 @@
 namespace corral::policy::egress {
 namespace {
 
-Error bad(std::string_view text, std::string_view why) {
-  return Error(Errc::kInvalidArgument, "grant '" + printable(text) + "': " + std::string(why));
-}
+// The reason only: parseGrant adds the text, parseGrantReasonOnly does not.
+Error bad(std::string_view, std::string_view why) { return Error(Errc::kInvalidArgument, std::string(why)); }
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -40,7 +39,11 @@ std::string Grant::text() const {
          std::to_string(port);
 }
 
-Result<Grant> parseGrant(std::string_view text) {
+namespace {
+
+// echo: errors may quote the text (parseGrant wraps them with it anyway); otherwise a
+// malformed authority gets a fixed reason, as parseAuthority's own message quotes it.
+Result<Grant> parseGrantText(std::string_view text, bool echo) {
   size_t sep = text.find("://");
   if (sep == std::string_view::npos) return bad(text, "expected scheme://host[:port]");
   std::string scheme = lower(text.substr(0, sep));
@@ -60,8 +63,9 @@ Result<Grant> parseGrant(std::string_view text) {
     rest.remove_prefix(2);
   }
   if (rest.find('*') != std::string_view::npos) return bad(text, "'*' is allowed only as a leading '*.' label");
+  if (rest.find('@') != std::string_view::npos) return bad(text, "userinfo (user@) is not allowed in a grant");
   auto authority = parseAuthority(rest);
-  if (!authority) return authority.error().wrap("grant '" + printable(text) + "'");
+  if (!authority) return echo ? authority.error() : bad(text, "the host or port is not valid (see docs/egress-policy.md)");
   g.host = std::move(authority->host);
   g.port = authority->port.value_or(defaultPort(g.scheme));
   if (g.wildcard) {
@@ -77,6 +81,16 @@ Result<Grant> parseGrant(std::string_view text) {
   }
   return g;
 }
+
+}  // namespace
+
+Result<Grant> parseGrant(std::string_view text) {
+  auto grant = parseGrantText(text, true);
+  if (!grant) return grant.error().wrap("grant '" + printable(text) + "'");
+  return grant;
+}
+
+Result<Grant> parseGrantReasonOnly(std::string_view text) { return parseGrantText(text, false); }
 
 Result<std::vector<Grant>> parseGrants(std::span<const std::string> texts) {
   std::vector<Grant> grants;

@@ -34,6 +34,9 @@ struct Grant {
 // how a loopback or private service is opened on purpose) but not 0.0.0.0/8, ::,
 // multicast or broadcast, which are no TCP destination.
 Result<Grant> parseGrant(std::string_view text);
+// The same, with errors that name the rule but not the text: for URLs typed by an operator,
+// which may carry a token in userinfo, path or query.
+Result<Grant> parseGrantReasonOnly(std::string_view text);
 
 // Every grant, or the first error prefixed with its position ("grant 2: ...").
 Result<std::vector<Grant>> parseGrants(std::span<const std::string> texts);

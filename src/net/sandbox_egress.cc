@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// One proxy per run; each sandbox gets its own SOCK_SEQPACKET channel to it.
+#include "net/sandbox_egress.h"
+
+#include <sys/socket.h>
+
+#include <cmath>
+
+namespace corral::net {
+
+Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config) {
+  ProxyOptions options;
+  options.on_event = config.on_event;
+  ASSIGN_OR_RETURN(std::unique_ptr<ProxyServer> server, ProxyServer::start(std::move(options)));
+  auto policy = std::make_shared<ClientPolicy>();
+  policy->tag = config.tag;
+  policy->grants = config.grants;
+  return std::unique_ptr<SandboxEgress>(new SandboxEgress(std::move(config), std::move(server), std::move(policy)));
+}
+
+SandboxEgress::~SandboxEgress() = default;
+
+Result<UniqueFd> SandboxEgress::attach() {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sysError("egress channel socketpair");
+  UniqueFd sandbox_end(pair[0]), proxy_end(pair[1]);
+  server_->adoptFdChannel(std::move(proxy_end), policy_);
+  return sandbox_end;
+}
+
+const std::vector<std::string>& SandboxEgress::environmentNames() {
+  static const std::vector<std::string> kNames = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
+                                                  "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy"};
+  return kNames;
+}
+
+std::vector<std::string> SandboxEgress::sandboxEnvironment() const {
+  const std::string url = "http://127.0.0.1:" + std::to_string(config_.sandbox_port);
+  std::vector<std::string> env;
+  for (const std::string& name : environmentNames())
+    env.push_back(name + "=" + (name == "NO_PROXY" || name == "no_proxy" ? "" : url));
+  return env;
+}
+
+nlohmann::ordered_json eventJson(const ConnectionEvent& e) {
+  return {{"tag", e.tag},
+          {"kind", e.kind},
+          {"method", e.method},
+          {"requested", e.requested},
+          {"destination", e.destination},
+          {"resolved", e.resolved},
+          {"decision", e.decision},
+          {"rule", e.rule},
+          {"status", e.status},
+          {"bytes_up", e.bytes_up},
+          {"bytes_down", e.bytes_down},
+          {"duration_ms", std::round(e.duration_ms * 1000) / 1000}};
+}
+
+}  // namespace corral::net

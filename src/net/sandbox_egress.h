@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// The egress proxy as a sandbox sees it: one host-side ProxyServer per run, one fd channel
+// per sandboxed command, and the environment that points the command's clients at it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "net/proxy_server.h"
+#include "policy/egress_grant.h"
+
+namespace corral::net {
+
+struct EgressConfig {
+  std::string tag;                                      // run id: every event carries it
+  std::vector<policy::egress::Grant> grants;            // empty: every request is refused
+  uint16_t sandbox_port = 3128;                         // where init listens inside the sandbox
+  std::function<void(const ConnectionEvent&)> on_event; // on the proxy thread
+};
+
+class SandboxEgress {
+ public:
+  static Result<std::unique_ptr<SandboxEgress>> start(EgressConfig config);
+  // Stops the proxy: connections still open (a command's children are gone by then, but
+  // an upstream may still be sending) are closed and report their events first.
+  ~SandboxEgress();
+  SandboxEgress(const SandboxEgress&) = delete;
+  SandboxEgress& operator=(const SandboxEgress&) = delete;
+
+  // A new channel for one sandbox: returns the sandbox's end (SandboxSpec::proxy.channel, a
+  // UNIX SOCK_SEQPACKET socket); the proxy serves the other end until the sandbox is gone.
+  Result<UniqueFd> attach();
+
+  // HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in both cases = http://127.0.0.1:<port>, and an empty
+  // NO_PROXY/no_proxy: every client library that honours them goes through the proxy, and
+  // nothing is exempt (there is nowhere else to go: the sandbox has loopback only).
+  std::vector<std::string> sandboxEnvironment() const;
+
+  // Names sandboxEnvironment() sets: a caller refuses user-given values for them.
+  static const std::vector<std::string>& environmentNames();
+
+ private:
+  SandboxEgress(EgressConfig config, std::unique_ptr<ProxyServer> server, std::shared_ptr<const ClientPolicy> policy)
+      : config_(std::move(config)), server_(std::move(server)), policy_(std::move(policy)) {}
+  EgressConfig config_;
+  std::unique_ptr<ProxyServer> server_;
+  std::shared_ptr<const ClientPolicy> policy_;
+};
+
+// An event as a JSON object (the exec report and the run trace use the same fields).
+nlohmann::ordered_json eventJson(const ConnectionEvent& e);
+
+}  // namespace corral::net
