@@ -315,7 +315,7 @@ TEST(EgressNameConsistent, HostileSpellingsAreCanonicalisedOrRefused) {
       "hex 200 -",
       "short 200 -",
       "mapped 200 -",
-      "nul 400 bad-request-line",
+      "nul 400 nul-byte",
       "host-header-other 400 host-header-mismatch",  // ...but a disagreeing Host does not
       "userinfo 400 bad-target",
       "percent 400 bad-host",
