@@ -8,7 +8,6 @@
 #include <string_view>
 #include <utility>
 
-#include "net/sandbox_egress.h"
 #include "policy/env_policy.h"
 #include "policy/path_policy.h"
 #include "policy/units.h"
@@ -238,9 +237,9 @@ Result<void> checkNetwork(const State& s) {
     if (!s.inv.allow.empty()) return invalid("--allow needs --net proxy");
     return {};
   }
-  const auto& owned = net::SandboxEgress::environmentNames();
+  const auto& owned = policy::egress::kProxyEnvironmentNames;
   for (const auto& [key, value] : s.env)
-    if (std::find(owned.begin(), owned.end(), key) != owned.end())
+    if (std::find(std::begin(owned), std::end(owned), key) != std::end(owned))
       return invalid("--env " + key + ": set by --net proxy (it points at corral's egress proxy)");
   return {};
 }

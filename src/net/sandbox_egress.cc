@@ -28,17 +28,11 @@ Result<UniqueFd> SandboxEgress::attach() {
   return sandbox_end;
 }
 
-const std::vector<std::string>& SandboxEgress::environmentNames() {
-  static const std::vector<std::string> kNames = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
-                                                  "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy"};
-  return kNames;
-}
-
 std::vector<std::string> SandboxEgress::sandboxEnvironment() const {
   const std::string url = "http://127.0.0.1:" + std::to_string(config_.sandbox_port);
   std::vector<std::string> env;
-  for (const std::string& name : environmentNames())
-    env.push_back(name + "=" + (name == "NO_PROXY" || name == "no_proxy" ? "" : url));
+  for (std::string_view name : policy::egress::kProxyEnvironmentNames)
+    env.push_back(std::string(name) + "=" + (name == "NO_PROXY" || name == "no_proxy" ? "" : url));
   return env;
 }
 

@@ -40,11 +40,9 @@ class SandboxEgress {
 
   // HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in both cases = http://127.0.0.1:<port>, and an empty
   // NO_PROXY/no_proxy: every client library that honours them goes through the proxy, and
-  // nothing is exempt (there is nowhere else to go: the sandbox has loopback only).
+  // nothing is exempt (there is nowhere else to go: the sandbox has loopback only). The names
+  // are policy::egress::kProxyEnvironmentNames.
   std::vector<std::string> sandboxEnvironment() const;
-
-  // Names sandboxEnvironment() sets: a caller refuses user-given values for them.
-  static const std::vector<std::string>& environmentNames();
 
  private:
   SandboxEgress(EgressConfig config, std::unique_ptr<ProxyServer> server, std::shared_ptr<const ClientPolicy> policy)

@@ -38,6 +38,11 @@ Result<Grant> parseGrant(std::string_view text);
 // which may carry a token in userinfo, path or query.
 Result<Grant> parseGrantReasonOnly(std::string_view text);
 
+// The variables that point a sandbox's clients at corral's egress proxy (set by corral,
+// never by the caller): HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY, in both cases.
+inline constexpr std::string_view kProxyEnvironmentNames[] = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
+                                                              "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy"};
+
 // Every grant, or the first error prefixed with its position ("grant 2: ...").
 Result<std::vector<Grant>> parseGrants(std::span<const std::string> texts);
 

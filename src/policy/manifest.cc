@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "policy/egress_grant.h"
 #include "policy/manifest_fields.h"
 #include "policy/path_policy.h"
 
@@ -181,11 +182,20 @@ Result<SandboxLimitsSpec> parseSandbox(const Json& obj, const Where& w) {
   return s;
 }
 
-// Parsed for shape so a grant is reported as unavailable rather than as an unknown field.
+// Each grant is kept in its canonical text ("https://api.example.com:443"), so the canonical
+// manifest and a spawned task's copy compare equal however the operator spelled it. The
+// error names the rule, not the URL (it may carry a token).
 Result<NetworkSpec> parseNetwork(const Json& obj, const Where& w) {
   RETURN_IF_ERROR(onlyKeys(obj, w, {"allow"}));
   NetworkSpec n;
   RETURN_IF_ERROR(readOptional(obj, w, "allow", n.allow, listOf(anyString)));
+  for (size_t i = 0; i < n.allow.size(); ++i) {
+    auto grant = egress::parseGrantReasonOnly(n.allow[i]);
+    if (!grant) return w.key("allow").at(i).error(grant.error().context() + " (URL not shown)");
+    n.allow[i] = grant->text();
+    for (size_t j = 0; j < i; ++j)
+      if (n.allow[j] == n.allow[i]) return w.key("allow").at(i).error(n.allow[i] + " is granted twice");
+  }
   return n;
 }
 
@@ -234,10 +244,8 @@ Result<Manifest> parseManifest(std::string_view bytes) {
   RETURN_IF_ERROR(readOptional(doc, root, "credentials", m.credentials, parseCredentials));
   RETURN_IF_ERROR(readOptional(doc, root, "budgets", m.budgets, parseBudgets));
   RETURN_IF_ERROR(readOptional(doc, root, "sandbox", m.sandbox, parseSandbox));
-  // TODO(corral): #4 the egress proxy. Until it lands a grant could only be ignored, and a
-  // manifest that silently loses its network grants is worse than one that is refused.
-  if (!m.network.allow.empty())
-    return root.key("network").key("allow").error("network grants need the egress proxy (not available in this build)");
+  // TODO(corral): #4 credential leases in the runner. Until then a credential could only be
+  // ignored, and a manifest that silently loses one is worse than one that is refused.
   if (!m.credentials.empty())
     return root.key("credentials").error("credentials need the egress proxy (not available in this build)");
   return m;

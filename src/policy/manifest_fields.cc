@@ -6,6 +6,7 @@
 #include <cctype>
 #include <set>
 
+#include "policy/egress_grant.h"
 #include "policy/env_policy.h"
 #include "policy/path_policy.h"
 #include "policy/units.h"
@@ -37,6 +38,9 @@ bool envNameReserved(std::string_view key) {
   // LD_*: the dynamic loader reads these (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, ...).
   // PATH: executables are allowlisted by basename and found on corral's fixed PATH;
   // another PATH would point the same names at other files. HOME: fixed to /workspace.
+  // The proxy variables: with network grants they point at corral's egress proxy.
+  for (std::string_view name : egress::kProxyEnvironmentNames)
+    if (key == name) return true;
   return key.substr(0, 3) == "LD_" || key == "PATH" || key == "HOME";
 }
 
@@ -155,7 +159,7 @@ Result<std::string> envEntry(std::string_view kv) {
                    (kv.find('\0') != std::string_view::npos ? "contains a NUL byte" : "is not valid"));
   }
   if (envNameReserved(key))
-    return invalid(shown(key) + " may not be set (LD_*, PATH and HOME are fixed by corral)");
+    return invalid(shown(key) + " may not be set (LD_*, PATH, HOME and the *_PROXY variables are fixed by corral)");
   return std::string(kv);
 }
 

@@ -21,7 +21,7 @@ using std::chrono::milliseconds;
 constexpr const char* kMinimal =
     R"({"version":1,"task":"fix the bug","model":{"provider":"replay","transcript":"replay.json"}})";
 
-// The full example of docs/manifest.md (network and credentials left empty: refused when set).
+// The full example of docs/manifest.md (credentials left empty: refused when set).
 constexpr const char* kFull = R"({
   "version": 1,
   "task": "Fix the failing test in src/ and explain the change.",
@@ -468,10 +468,28 @@ TEST(ParseManifest, EnvEntriesAreNamedAndNeverEchoValues) {
   EXPECT_EQ(r.error().message().find(secret), std::string::npos) << r.error().message();
 }
 
-TEST(ParseManifest, NetworkAndCredentialsNeedTheEgressProxy) {
-  refuseWith("/network/allow", Json::array({"https://pypi.org"}),
-             "manifest: network.allow: network grants need the egress proxy (not available in this build)");
+TEST(ParseManifest, NetworkGrantsAreCanonicalisedAndCheckedWithoutEchoingThem) {
+  Json j = Json::parse(kFull);
+  j["network"]["allow"] = {"HTTPS://PyPI.org", "http://*.example.com:8080", "http://127.0.0.1:9/"};
+  auto m = parse(j);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->network.allow, (std::vector<std::string>{"https://pypi.org:443", "http://*.example.com:8080", "http://127.0.0.1:9"}));
   refuseWith("/network/allow", Json::array({1}), "network.allow[0]: must be a string");
+  refuseWith("/network/allow", Json::array({"https://a.com", "https://A.com:443"}),
+             "manifest: network.allow[1]: https://a.com:443 is granted twice");
+  const std::string secret = "corral-sentinel-grant-91";
+  for (const std::string& bad : {"https://u:" + secret + "@h.com", "https://h.com/?k=" + secret, "ftp://" + secret,
+                                 "https://" + secret + ":99999", "https://*" + secret}) {
+    Json k = Json::parse(kFull);
+    k["network"]["allow"] = {bad};
+    auto r = parse(k);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message().find(secret), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("network.allow[0]: "), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(ParseManifest, CredentialsNeedTheLeaseBroker) {
   Json cred = {{"name", "gh"}, {"env", "GH_TOKEN"}, {"url", "https://api.github.com"}};
   refuseWith("/credentials", Json::array({cred}),
              "manifest: credentials: credentials need the egress proxy (not available in this build)");
