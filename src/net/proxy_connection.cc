@@ -73,8 +73,11 @@ void Connection::onHead() {
   ++timer_gen_;  // the head arrived: its deadline no longer applies
   timer_.cancel();
   ev_.method = parser_.head().method;
+  std::string lease_name, lease_rest;
   if (ev_.method == "CONNECT") {
     handleConnect();
+  } else if (leaseTarget(&lease_name, &lease_rest)) {
+    handleLease(lease_name, lease_rest);
   } else {
     handleForward();
   }

@@ -14,7 +14,12 @@
 
 #include "net/http_chunked.h"
 #include "net/http_request.h"
+#include "net/lease_broker.h"
+#include "net/lease_exchange.h"
+#include "net/lease_workers.h"
+#include "net/placeholder.h"
 #include "net/proxy_server.h"
+#include "net/response_rewriter.h"
 #include "policy/egress_decide.h"
 
 namespace corral::net {
@@ -34,6 +39,7 @@ struct ProxyServer::Impl {
   std::vector<std::unique_ptr<asio::local::stream_protocol::socket>> channels;
   bool stopping = false;
   std::atomic<size_t> live_count{0};
+  LeaseWorkers workers;  // joined in ~ProxyServer after the proxy thread, before io is destroyed
 
   void start(ClientSocket socket, std::shared_ptr<const ClientPolicy> policy);
   void shutdown();
@@ -69,6 +75,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void readClientHello();
   void checkClientHello();
   void refuseInTunnel(std::string rule, std::string reason);
+  // proxy_lease.cc: broker mode, and placeholder mode on forward requests
+  bool leaseTarget(std::string* name, std::string* rest) const;
+  void handleLease(const std::string& name, const std::string& rest);
+  void startLeaseExchange();
+  void onLeaseDone(const LeaseOutcome& o);
+  bool applyPlaceholders();  // false: refused
+  void feedBodyDetector(std::string_view body);
+  void noteSuspect(const Suspect& s);
+  void onRewrittenRead(boost::system::error_code ec, size_t n);
+  void reportLeaseEvents();
   // proxy_upstream.cc
   void resolveAndDial(std::function<void()> connected);
   void dial(const policy::egress::DialTarget& target, std::function<void()> connected);
@@ -106,6 +122,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool got_bytes_ = false;  // the client sent at least one byte
   bool finished_ = false;
   uint64_t timer_gen_ = 0;  // a timer handler runs only if no re-arm happened since
+  // Leases. Broker mode: lease_ and its exchange on a worker. Placeholder mode: the swapped
+  // headers (they hold secrets), the leases used, suspects, and the response rewriter.
+  const Lease* lease_ = nullptr;
+  std::string lease_target_;  // origin-form toward the lease's upstream
+  std::shared_ptr<LeaseJob> lease_job_;
+  std::optional<LeaseEvent> lease_ev_;
+  std::vector<SubstitutedHeader> substituted_;
+  std::vector<std::string> ph_used_;
+  std::vector<Suspect> suspects_;
+  std::string lease_refused_;  // a 429 reason, for the lease event
+  std::unique_ptr<PlaceholderDetector> detector_;
+  size_t detector_reported_ = 0;
+  std::unique_ptr<ResponseRewriter> rewriter_;
+  std::string out_buf_;
 
   friend struct ProxyServer::Impl;
 };

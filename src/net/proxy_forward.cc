@@ -2,6 +2,7 @@
 // Plain-HTTP forward requests: decide on the absolute-form target, dial the vetted address,
 // send the request in origin-form with hop-by-hop headers removed and `Connection: close`,
 // stream exactly the framed body, then relay the response until the upstream closes.
+#include <algorithm>
 #include <set>
 
 #include "net/proxy_connection.h"
@@ -52,6 +53,7 @@ void Connection::handleForward() {
   }
   dest_ = std::move(*rd.destination);
   ev_.destination = eg::authorityText(dest_->host) + ":" + std::to_string(dest_->port);
+  if (policy_->leases && !applyPlaceholders()) return;
   resolveAndDial([this] { sendForwardHead(); });
 }
 
@@ -75,15 +77,25 @@ std::string Connection::forwardHead() const {
   out += "Host: " + eg::authorityText(dest_->host);
   if (dest_->port != 80) out += ":" + std::to_string(dest_->port);
   out += "\r\n";
-  for (const Header& hd : h.headers) {
+  // A swapped placeholder means the response must be redacted: bytes it can read.
+  const bool swapped = !substituted_.empty();
+  for (size_t i = 0; i < h.headers.size(); ++i) {
+    const Header& hd = h.headers[i];
     std::string lname = lowered(hd.name);
     if (alwaysDropped(lname)) continue;
+    if (swapped && lname == "accept-encoding") continue;
     // Invariant: framing headers always reach the upstream as parsed. `Connection:
     // content-length` must not make the upstream see a body as the next request.
     const bool framing = lname == "content-length" || lname == "transfer-encoding";
     if (!framing && listed.count(lname)) continue;
-    out += hd.name + ": " + hd.value + "\r\n";
+    auto sub = std::find_if(substituted_.begin(), substituted_.end(), [i](const SubstitutedHeader& s) { return s.index == i; });
+    // Placeholder mode: the one place a forward request carries a secret (the caller wipes it).
+    std::string_view value = sub == substituted_.end() ? std::string_view(hd.value) : sub->value.revealForInjection();
+    out += hd.name + ": ";
+    out += value;
+    out += "\r\n";
   }
+  if (swapped) out += "Accept-Encoding: identity\r\n";
   out += "Connection: close\r\n\r\n";
   return out;
 }
@@ -101,6 +113,7 @@ void Connection::sendForwardHead() {
     case Framing::kContentLength: {
       uint64_t take = std::min<uint64_t>(extra.size(), h.content_length);
       out->append(extra.substr(0, take));
+      feedBodyDetector(extra.substr(0, take));
       body_left_ = h.content_length - take;
       body_done_ = body_left_ == 0;
       break;
@@ -113,6 +126,7 @@ void Connection::sendForwardHead() {
         return;
       }
       out->append(extra.substr(0, consumed));
+      feedBodyDetector(extra.substr(0, consumed));
       body_done_ = st == ChunkedDecoder::Status::kDone;
       break;
     }
@@ -123,6 +137,11 @@ void Connection::sendForwardHead() {
   armIdle();
   asio::async_write(upstream_, asio::buffer(*out), [self = shared_from_this(), out](boost::system::error_code ec, size_t n) {
     self->ev_.bytes_up += n;
+    if (!self->substituted_.empty()) {  // the head held a secret
+      volatile char* p = out->data();
+      for (size_t i = 0; i < out->size(); ++i) p[i] = 0;
+      for (const std::string& l : self->ph_used_) (void)self->policy_->leases->chargeBytes(l, n);
+    }
     if (self->finished_) return;
     if (ec) {
       self->refuse({502, "upstream-unreachable", self->ev_.destination + ": sending the request failed: " + ec.message()});
@@ -165,6 +184,7 @@ void Connection::pumpRequestBody() {
       }
       self->body_done_ = st == ChunkedDecoder::Status::kDone;
     }
+    self->feedBodyDetector(data.substr(0, take));
     asio::async_write(self->upstream_, asio::buffer(self->up_buf_.get(), take), [self](boost::system::error_code ec2, size_t m) {
       self->ev_.bytes_up += m;
       if (self->finished_ || ec2) return;  // the response side notices a dead upstream

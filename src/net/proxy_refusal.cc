@@ -14,7 +14,9 @@ std::string_view reasonPhrase(int status) {
   switch (status) {
     case 400: return "Bad Request";
     case 403: return "Forbidden";
+    case 404: return "Not Found";
     case 408: return "Request Timeout";
+    case 429: return "Too Many Requests";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
@@ -125,6 +127,7 @@ void Connection::finish() {
   boost::system::error_code ignored;
   timer_.cancel();
   resolver_.cancel();
+  if (lease_job_) lease_job_->cancel();  // wakes a lease worker still using the sockets
   upstream_.close(ignored);
   client_.close(ignored);
   server_.live.erase(this);
@@ -142,8 +145,10 @@ void Connection::finish() {
                    " dest=" + (ev_.destination.empty() ? "-" : ev_.destination) +
                    " resolved=" + (ev_.resolved.empty() ? "-" : ev_.resolved) + " decision=" + ev_.decision +
                    " rule=" + ev_.rule + " status=" + std::to_string(ev_.status) +
-                   " up=" + std::to_string(ev_.bytes_up) + " down=" + std::to_string(ev_.bytes_down) + " ms=" + ms);
+                   " up=" + std::to_string(ev_.bytes_up) + " down=" + std::to_string(ev_.bytes_down) + " ms=" + ms +
+                   (ev_.lease.empty() ? "" : " lease=" + ev_.lease + " suspects=" + std::to_string(ev_.suspects)));
   }
+  reportLeaseEvents();
   if (server_.options.on_event) server_.options.on_event(ev_);
 }
 

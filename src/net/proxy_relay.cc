@@ -35,6 +35,10 @@ void Connection::relayDown() {
   if (!down_buf_) down_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
   upstream_.async_read_some(asio::buffer(down_buf_.get(), kRelayBuffer), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
     if (self->finished_ || self->responded_) return;
+    if (self->rewriter_) {  // placeholder mode swapped a secret: the response is redacted
+      self->onRewrittenRead(ec, n);
+      return;
+    }
     if (ec) {
       if (self->ev_.kind == "forward" && self->ev_.bytes_down == 0) {
         self->refuse({502, "upstream-unreachable", self->ev_.destination + ": closed without a response"});

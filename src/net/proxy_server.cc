@@ -2,6 +2,7 @@
 // The proxy's io_context thread, its listeners and fd channels, and the connection registry.
 #include "net/proxy_server.h"
 
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -117,6 +118,11 @@ void ProxyServer::Impl::shutdown() {
 ProxyServer::ProxyServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<ProxyServer>> ProxyServer::start(ProxyOptions options) {
+  // Lease upstreams are written with write(2) (TlsStream): a peer that went away must be
+  // EPIPE, not a signal that ends the process. Asio's own sends use MSG_NOSIGNAL already.
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  if (::sigaction(SIGPIPE, &ign, nullptr) != 0) return sysError("sigaction SIGPIPE");
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   Impl* raw = impl.get();
@@ -129,6 +135,10 @@ ProxyServer::~ProxyServer() {
   asio::post(impl->io, [impl] { impl->shutdown(); });
   impl->work.reset();
   impl->thread.join();
+  // Every connection was aborted above, which cancelled its lease job: the workers finish
+  // promptly. Their completions are posted to a loop that no longer runs; they are
+  // destroyed with the io_context below, after the workers are gone.
+  impl->workers.stop();
   // Handlers that never ran (the loop ended first) still hold connections; destroying the
   // io_context below runs their destructors on this thread, after the proxy thread is gone.
 }

@@ -32,17 +32,54 @@ struct ConnectionEvent {
   uint64_t bytes_up = 0;    // bytes written to the upstream (request head and body, or tunnel)
   uint64_t bytes_down = 0;  // bytes written to the client
   double duration_ms = 0;
+  std::string lease;        // leases used or named, comma-separated ("" when none)
+  uint32_t suspects = 0;    // placeholders seen where they are not swapped (placeholder mode)
 };
+
+// Where a placeholder was seen but not swapped (placeholder.h's SuspectPlace, by name).
+struct LeaseSuspect {
+  std::string place;   // "header-other-destination", "header-other-spelling", "header-name", "target", "body"
+  std::string header;  // the header's name for header places, "" otherwise
+};
+
+// One use of one lease (docs/credential-leases.md, "Trace"). Never holds the secret, the
+// placeholder, a header value, a body or a path in clear.
+struct LeaseEvent {
+  std::string tag;          // the ClientPolicy tag
+  std::string lease;        // the lease's name (escaped if the client named an unknown one)
+  std::string mode;         // "broker" or "placeholder"
+  std::string method;
+  std::string host;         // the lease's canonical upstream host
+  uint16_t port = 0;
+  std::string path_sha256;  // sha256 hex of the origin-form path and query sent upstream
+  int status = 0;           // status relayed or sent
+  uint64_t bytes_up = 0;    // toward the upstream
+  uint64_t bytes_down = 0;  // toward the client
+  std::string decision;     // "allow" or "refuse"
+  std::string rule;         // "allowed", "lease-limit", "lease-unknown", "lease-tls-refused", ...
+  std::string refused;      // the 429 reason, "" otherwise
+  uint64_t redactions = 0;  // redaction markers written into the response
+  std::vector<LeaseSuspect> suspects;
+};
+
+class LeaseBroker;
 
 struct ClientPolicy {
   std::string tag;
   std::vector<policy::egress::Grant> grants;
+  // Credential leases this client may use; null: none (no /lease/ URLs, no placeholder swap).
+  std::shared_ptr<LeaseBroker> leases;
+  // The authority the client reaches the proxy at ("127.0.0.1:3128"): an absolute-form
+  // `http://<self_authority>/lease/...` (what clients with HTTP_PROXY send) is a lease
+  // request, and so is the same port spelled `localhost:<port>`. "" accepts origin-form only.
+  std::string self_authority;
 };
 
 using Resolver = std::function<Result<std::vector<policy::egress::IpAddress>>(const std::string& host)>;
 
 struct ProxyOptions {
   std::function<void(const ConnectionEvent&)> on_event;  // called on the proxy thread
+  std::function<void(const LeaseEvent&)> on_lease_event;  // called on the proxy thread
   std::chrono::milliseconds header_timeout{10000};       // to receive a request head (slowloris)
   std::chrono::milliseconds connect_timeout{10000};      // resolve plus connect
   std::chrono::milliseconds idle_timeout{300000};        // no byte either way
@@ -50,11 +87,16 @@ struct ProxyOptions {
   // Empty: getaddrinfo through Asio's asynchronous resolver. Tests inject a function, which
   // is called on the proxy thread and must not block.
   Resolver resolve;
+  // Broker-mode requests run their blocking TLS exchange on worker threads, started on
+  // demand; beyond this many at once, lease requests wait their turn.
+  size_t max_lease_workers = 64;
 };
 
 class ProxyServer {
  public:
-  // Starts the io_context on its own thread.
+  // Starts the io_context on its own thread. Sets SIGPIPE to SIG_IGN for the whole process:
+  // the lease TLS client writes with write(2), and a closed upstream must be an error, not
+  // a signal.
   static Result<std::unique_ptr<ProxyServer>> start(ProxyOptions options);
   ~ProxyServer();  // closes every connection (each reports its event) and joins
   ProxyServer(const ProxyServer&) = delete;
