@@ -62,6 +62,7 @@ Result<void> writeReport(const UniqueFd& fd, const std::string& path, const std:
 struct Egress {
   std::mutex mu;
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  nlohmann::ordered_json lease_events = nlohmann::ordered_json::array();
   std::unique_ptr<net::SandboxEgress> proxy;
   UniqueFd channel;  // the sandbox's end
 };
@@ -89,6 +90,17 @@ Result<void> startEgress(ExecInvocation& inv, Egress& egress) {
     std::lock_guard lock(egress.mu);
     egress.events.push_back(net::eventJson(e));
   };
+  config.leases = inv.credentials;
+  if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
+  config.env_lookup = [](std::string_view name) -> std::optional<std::string> {
+    const char* v = ::getenv(std::string(name).c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  config.on_lease_event = [&egress](const net::LeaseEvent& e) {
+    std::lock_guard lock(egress.mu);
+    egress.lease_events.push_back(net::leaseEventJson(e));
+  };
   ASSIGN_OR_RETURN(egress.proxy, net::SandboxEgress::start(std::move(config)));
   ASSIGN_OR_RETURN(egress.channel, egress.proxy->attach());
   inv.spec.proxy.channel = egress.channel.get();
@@ -101,7 +113,12 @@ int finish(const ExecInvocation& inv, const UniqueFd& report_fd, const sandbox::
   if (!report.error.empty()) errorLine(report.error);
   if (egress) egress->proxy.reset();  // closes what is still open: every event is in
   if (inv.json || report_fd.valid()) {
-    std::string json = renderReport(report, egress ? &egress->events : nullptr);
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    if (egress) {
+      extra["egress"] = egress->events;
+      if (!inv.credentials.empty()) extra["leases"] = egress->lease_events;
+    }
+    std::string json = renderReport(report, &extra);
     if (report_fd.valid()) {
       if (auto w = writeReport(report_fd, *inv.report_file, json); !w) {
         errorLine(w.error().message());

@@ -79,6 +79,24 @@ Result<void> onAllow(State& s, std::string_view opt, std::string_view v) {
   return {};
 }
 
+// NAME=ENVVAR@URL[;opts]: names where the secret is, never the secret itself.
+Result<void> onCredential(State& s, std::string_view, std::string_view v) {
+  ASSIGN_OR_RETURN(net::LeaseSpec spec, net::parseCredentialFlag(v));
+  for (const net::LeaseSpec& other : s.inv.credentials) {
+    if (other.name == spec.name) return invalid("--credential " + spec.name + ": given twice");
+    if (other.env == spec.env)
+      return invalid("--credential " + spec.name + ": variable " + spec.env + " already names credential " + other.name);
+  }
+  s.inv.credentials.push_back(std::move(spec));
+  return {};
+}
+
+Result<void> onLeaseCa(State& s, std::string_view opt, std::string_view v) {
+  RETURN_IF_ERROR(checkHostPath(opt, v));
+  s.inv.lease_ca = std::string(v);
+  return {};
+}
+
 // Only the key is echoed: the value may be a secret.
 Result<void> onEnv(State& s, std::string_view opt, std::string_view v) {
   auto kv = policy::env::parseAssignment(v);
@@ -191,11 +209,13 @@ struct Option {
   Handler handle;
 };
 
-constexpr std::array<Option, 20> kOptions = {{
+constexpr std::array<Option, 22> kOptions = {{
     {"--workspace", true, false, onWorkspace},
     {"--output", true, true, onOutput},
     {"--net", true, false, onNet},
     {"--allow", true, true, onAllow},
+    {"--credential", true, true, onCredential},
+    {"--lease-ca", true, false, onLeaseCa},
     {"--env", true, true, onEnv},
     {"--memory", true, false, onMemory},
     {"--pids", true, false, onPids},
@@ -235,12 +255,22 @@ std::string sizeText(uint64_t bytes) {
 Result<void> checkNetwork(const State& s) {
   if (!s.inv.net_proxy) {
     if (!s.inv.allow.empty()) return invalid("--allow needs --net proxy");
-    return {};
+    if (!s.inv.credentials.empty()) return invalid("--credential needs --net proxy");
   }
+  if (s.inv.lease_ca && s.inv.credentials.empty()) return invalid("--lease-ca needs --credential");
+  if (!s.inv.net_proxy) return {};
   const auto& owned = policy::egress::kProxyEnvironmentNames;
+  auto isOwned = [&](std::string_view key) { return std::find(std::begin(owned), std::end(owned), key) != std::end(owned); };
   for (const auto& [key, value] : s.env)
-    if (std::find(std::begin(owned), std::end(owned), key) != std::end(owned))
-      return invalid("--env " + key + ": set by --net proxy (it points at corral's egress proxy)");
+    if (isOwned(key)) return invalid("--env " + key + ": set by --net proxy (it points at corral's egress proxy)");
+  // The placeholder takes the variable's place inside: it may not replace one corral fixes
+  // or collide with one the caller sets.
+  for (const net::LeaseSpec& c : s.inv.credentials) {
+    if (isOwned(c.env) || c.env == "PATH" || c.env == "HOME" || c.env.starts_with("LD_"))
+      return invalid("--credential " + c.name + ": variable " + c.env + " is set by corral inside the sandbox");
+    for (const auto& [key, value] : s.env)
+      if (key == c.env) return invalid("--credential " + c.name + ": variable " + c.env + " is also given with --env");
+  }
   return {};
 }
 
@@ -300,6 +330,8 @@ std::string execUsage() {
   u += "  --output REL             copy REL back to DIR after the run (repeatable)\n";
   u += "  --net none|proxy         none: loopback only (default); proxy: HTTP(S) via corral's proxy\n";
   u += "  --allow URL              with --net proxy: grant scheme://host[:port] or *.domain (repeatable)\n";
+  u += "  --credential SPEC        with --net proxy: NAME=ENVVAR@URL[;header=H;format=F] lease (repeatable)\n";
+  u += "  --lease-ca FILE          PEM CAs trusted toward lease upstreams (default: the system store)\n";
   u += "  --env K=V                set a variable; nothing else passes from here (repeatable)\n";
   u += "  --memory SIZE            memory limit, e.g. 512M (default: none)\n";
   u += "  --pids N                 process limit (default: " + std::to_string(d.pids) + ")\n";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "net/lease_spec.h"
 #include "policy/egress_grant.h"
 #include "sandbox/spec.h"
 
@@ -20,6 +21,8 @@ struct ExecInvocation {
   bool help = false;                       // --help: print execUsage() and run nothing
   bool net_proxy = false;                  // --net proxy: egress through corral's proxy only
   std::vector<policy::egress::Grant> allow;  // --allow URL (needs --net proxy); empty: deny all
+  std::vector<net::LeaseSpec> credentials;   // --credential (needs --net proxy)
+  std::optional<std::string> lease_ca;       // --lease-ca FILE: CAs for lease upstreams (default: system)
 };
 
 // Options end at "--" or at the first argument that does not start with '-'; the rest is

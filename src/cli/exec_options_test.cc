@@ -36,7 +36,7 @@ Args with(Args opts, Args cmd = {"--", "true"}) {
   return opts;
 }
 
-const char* const kValueOptions[] = {"--workspace", "--output",   "--net",        "--allow",    "--env",
+const char* const kValueOptions[] = {"--workspace", "--output",   "--net",        "--allow",    "--credential", "--lease-ca", "--env",
                                      "--memory",    "--pids",     "--timeout",    "--cpu-time", "--file-size",
                                      "--tmp-size",  "--workspace-size", "--open-files", "--ro-bind",
                                      "--allow-weaker", "--report"};
@@ -86,6 +86,16 @@ TEST(ParseExecArgs, EveryOptionAcceptsAGoodValueInBothForms) {
          EXPECT_EQ(i.allow[2].text(), "http://127.0.0.1:9");
        }},
       {{"--env", "HTTP_PROXY=http://x:1"}, [](auto& i) { EXPECT_FALSE(i.net_proxy); }},  // harmless without a network
+      {{"--net", "proxy", "--credential", "gh=GH_TOKEN@https://api.github.com", "--credential=local=SVC@http://127.0.0.1:8080;format=Token {}",
+        "--lease-ca", "/etc/ca.pem"},
+       [](auto& i) {
+         ASSERT_EQ(i.credentials.size(), 2u);
+         EXPECT_EQ(i.credentials[0].name, "gh");
+         EXPECT_EQ(i.credentials[0].env, "GH_TOKEN");
+         EXPECT_EQ(i.credentials[0].grant.text(), "https://api.github.com:443");
+         EXPECT_EQ(i.credentials[1].format, "Token {}");
+         EXPECT_EQ(i.lease_ca, "/etc/ca.pem");
+       }},
       {{"--env", "FOO=bar", "--env=BAZ=x=y", "--env", "FOO=2", "--env", "HOME=/h"},
        [](auto& i) {
          EXPECT_EQ(i.spec.env, policy::env::buildEnvironment({{"FOO", "bar"}, {"BAZ", "x=y"}, {"FOO", "2"}, {"HOME", "/h"}}));
@@ -214,6 +224,16 @@ TEST(ParseExecArgs, RefusesBadValuesWithOneLineMessages) {
        "--allow https://a.com:443: given twice"},
       {{"--net", "proxy", "--env", "HTTPS_PROXY=http://evil:1"},
        "--env HTTPS_PROXY: set by --net proxy (it points at corral's egress proxy)"},
+      {{"--credential", "gh=GH_TOKEN@https://api.github.com"}, "--credential needs --net proxy"},
+      {{"--net", "proxy", "--lease-ca", "/ca.pem"}, "--lease-ca needs --credential"},
+      {{"--net", "proxy", "--credential", "gh=A@https://a.com", "--credential", "gh=B@https://b.com"}, "--credential gh: given twice"},
+      {{"--net", "proxy", "--credential", "a=TOK@https://a.com", "--credential", "b=TOK@https://b.com"},
+       "--credential b: variable TOK already names credential a"},
+      {{"--net", "proxy", "--credential", "a=PATH@https://a.com"}, "--credential a: variable PATH is set by corral inside the sandbox"},
+      {{"--net", "proxy", "--credential", "a=HTTPS_PROXY@https://a.com"},
+       "--credential a: variable HTTPS_PROXY is set by corral inside the sandbox"},
+      {{"--net", "proxy", "--env", "TOK=x", "--credential", "a=TOK@https://a.com"},
+       "--credential a: variable TOK is also given with --env"},
       {{"--net", "proxy", "--env", "no_proxy=*"}, "--env no_proxy: set by --net proxy (it points at corral's egress proxy)"},
       // sizes: malformed, zero, overflow
       {{"--memory", "12Q"}, "--memory 12Q: '12Q' is not a size (e.g. 512K, 64M, 2G)"},

@@ -27,7 +27,7 @@ const char* statusName(sandbox::OutputResult::Status s) {
 
 }  // namespace
 
-std::string renderReport(const sandbox::RunReport& r, const nlohmann::ordered_json* egress) {
+std::string renderReport(const sandbox::RunReport& r, const nlohmann::ordered_json* extra) {
   Json j;
   j["version"] = kReportVersion;
   j["exit_code"] = r.exit_code;
@@ -48,7 +48,8 @@ std::string renderReport(const sandbox::RunReport& r, const nlohmann::ordered_js
   for (const sandbox::OutputResult& o : r.outputs)
     outputs.push_back(Json{{"path", o.path}, {"status", statusName(o.status)}, {"reason", o.reason}, {"bytes", o.bytes}});
   j["outputs"] = std::move(outputs);
-  if (egress) j["egress"] = *egress;
+  if (extra)
+    for (const auto& [key, value] : extra->items()) j[key] = value;
   if (!r.error.empty()) j["error"] = r.error;
   // replace, not the default strict: dump() throws on invalid UTF-8, and an output's name
   // is whatever bytes the command chose. NaN/inf doubles dump as null.

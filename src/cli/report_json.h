@@ -17,9 +17,11 @@ namespace corral::cli {
 //    "limits":{"memory":{"value":123|null,"mechanism":"cgroup-v2"},...},
 //    "outputs":[{"path":"a","status":"copied|missing|refused","reason":"","bytes":3}],
 //    "egress":[{...net::eventJson...}],   (only with --net proxy: one per request or tunnel)
+//    "leases":[{...net::leaseEventJson...}],  (only with --credential: one per lease use)
 //    "error":"..."}   (error only when set)
 // Strings that are not valid UTF-8 (file names can be anything) are rendered with U+FFFD
 // in place of the bad bytes rather than failing the report.
-std::string renderReport(const sandbox::RunReport& r, const nlohmann::ordered_json* egress = nullptr);
+// extra: an object whose keys ("egress", "leases") are added after "outputs".
+std::string renderReport(const sandbox::RunReport& r, const nlohmann::ordered_json* extra = nullptr);
 
 }  // namespace corral::cli

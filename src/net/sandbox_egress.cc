@@ -6,15 +6,23 @@
 
 #include <cmath>
 
+#include "net/lease_broker.h"
+
 namespace corral::net {
 
 Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config) {
-  ProxyOptions options;
-  options.on_event = config.on_event;
-  ASSIGN_OR_RETURN(std::unique_ptr<ProxyServer> server, ProxyServer::start(std::move(options)));
   auto policy = std::make_shared<ClientPolicy>();
   policy->tag = config.tag;
   policy->grants = config.grants;
+  policy->self_authority = "127.0.0.1:" + std::to_string(config.sandbox_port);
+  // Secrets are loaded before the proxy starts: a missing variable refuses the run.
+  if (!config.leases.empty()) {
+    ASSIGN_OR_RETURN(policy->leases, LeaseBroker::create(config.leases, config.env_lookup, config.tls));
+  }
+  ProxyOptions options;
+  options.on_event = config.on_event;
+  options.on_lease_event = config.on_lease_event;
+  ASSIGN_OR_RETURN(std::unique_ptr<ProxyServer> server, ProxyServer::start(std::move(options)));
   return std::unique_ptr<SandboxEgress>(new SandboxEgress(std::move(config), std::move(server), std::move(policy)));
 }
 
@@ -33,6 +41,8 @@ std::vector<std::string> SandboxEgress::sandboxEnvironment() const {
   std::vector<std::string> env;
   for (std::string_view name : policy::egress::kProxyEnvironmentNames)
     env.push_back(std::string(name) + "=" + (name == "NO_PROXY" || name == "no_proxy" ? "" : url));
+  if (policy_->leases)
+    for (std::string& kv : policy_->leases->sandboxEnvironment()) env.push_back(std::move(kv));
   return env;
 }
 
@@ -48,7 +58,29 @@ nlohmann::ordered_json eventJson(const ConnectionEvent& e) {
           {"status", e.status},
           {"bytes_up", e.bytes_up},
           {"bytes_down", e.bytes_down},
-          {"duration_ms", std::round(e.duration_ms * 1000) / 1000}};
+          {"duration_ms", std::round(e.duration_ms * 1000) / 1000},
+          {"lease", e.lease},
+          {"suspects", e.suspects}};
+}
+
+nlohmann::ordered_json leaseEventJson(const LeaseEvent& e) {
+  nlohmann::ordered_json suspects = nlohmann::ordered_json::array();
+  for (const LeaseSuspect& s : e.suspects) suspects.push_back({{"place", s.place}, {"header", s.header}});
+  return {{"tag", e.tag},
+          {"lease", e.lease},
+          {"mode", e.mode},
+          {"method", e.method},
+          {"host", e.host},
+          {"port", e.port},
+          {"path_sha256", e.path_sha256},
+          {"status", e.status},
+          {"bytes_up", e.bytes_up},
+          {"bytes_down", e.bytes_down},
+          {"decision", e.decision},
+          {"rule", e.rule},
+          {"refused", e.refused},
+          {"redactions", e.redactions},
+          {"suspects", suspects}};
 }
 
 }  // namespace corral::net

@@ -13,7 +13,10 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "net/lease_spec.h"
+#include "net/lease_table.h"
 #include "net/proxy_server.h"
+#include "net/tls_upstream.h"
 #include "policy/egress_grant.h"
 
 namespace corral::net {
@@ -23,6 +26,14 @@ struct EgressConfig {
   std::vector<policy::egress::Grant> grants;            // empty: every request is refused
   uint16_t sandbox_port = 3128;                         // where init listens inside the sandbox
   std::function<void(const ConnectionEvent&)> on_event; // on the proxy thread
+  // Credential leases (docs/credential-leases.md): each secret is read through env_lookup
+  // (the operator's environment) at start; the sandbox only ever gets placeholders. A lease
+  // does not grant its destination for plain forward requests: placeholder mode needs a
+  // grant too, broker mode (/lease/NAME/...) does not.
+  std::vector<LeaseSpec> leases;
+  EnvLookup env_lookup;
+  TlsOptions tls;                                       // toward lease upstreams
+  std::function<void(const LeaseEvent&)> on_lease_event;  // on the proxy thread
 };
 
 class SandboxEgress {
@@ -41,7 +52,7 @@ class SandboxEgress {
   // HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in both cases = http://127.0.0.1:<port>, and an empty
   // NO_PROXY/no_proxy: every client library that honours them goes through the proxy, and
   // nothing is exempt (there is nowhere else to go: the sandbox has loopback only). The names
-  // are policy::egress::kProxyEnvironmentNames.
+  // are policy::egress::kProxyEnvironmentNames. Then one ENVVAR=placeholder per lease.
   std::vector<std::string> sandboxEnvironment() const;
 
  private:
@@ -54,5 +65,6 @@ class SandboxEgress {
 
 // An event as a JSON object (the exec report and the run trace use the same fields).
 nlohmann::ordered_json eventJson(const ConnectionEvent& e);
+nlohmann::ordered_json leaseEventJson(const LeaseEvent& e);
 
 }  // namespace corral::net

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "egress_fixture.h"
 #include "harness.h"
 
 namespace corral::testing {
@@ -18,91 +19,24 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-class EgressServers {
- public:
-  EgressServers() : dir_("egress-servers") {
-    RunOptions o;
-    o.stdin_pipe = true;
-    o.deadline = std::chrono::minutes(10);
-    proc_.emplace(Process::start({"/usr/bin/python3", std::string(CORRAL_SOURCE_DIR) + "/tests/security/egress_servers.py",
-                                  dir_.path()},
-                                 o));
-    auto line = proc_->readLine(std::chrono::seconds(60));
-    if (!line) return;
-    auto j = nlohmann::json::parse(*line, nullptr, false);
-    if (!j.is_object()) return;
-    http = j.value("http", 0);
-    https = j.value("https", 0);
-    git = j.value("git", 0);
-  }
-  ~EgressServers() {
-    if (proc_) {
-      proc_->closeStdin();
-      proc_->exitedWithin(std::chrono::seconds(5));
-    }
-  }
-  bool ok() const { return http > 0 && https > 0 && git > 0; }
-  std::string cafile() const { return dir_ / "ca.pem"; }
-  // Requests the server answered, asked directly from the host (never through corral).
-  int count(bool tls) const {
-    Args argv = {"/usr/bin/curl", "-sS", "--noproxy", "*", "--max-time", "10"};
-    if (tls) argv.insert(argv.end(), {"--cacert", cafile()});
-    argv.push_back((tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(tls ? https : http) + "/__count");
-    RunResult r = run(argv);
-    return r.exit_code == 0 ? std::stoi(r.out) : -1;
-  }
-  std::string httpUrl(const std::string& host = "127.0.0.1") const { return "http://" + host + ":" + std::to_string(http); }
-  std::string httpsUrl() const { return "https://127.0.0.1:" + std::to_string(https); }
-  std::string gitUrl() const { return "http://127.0.0.1:" + std::to_string(git); }
-
-  int http = 0, https = 0, git = 0;
-
- private:
-  TempDir dir_;
-  std::optional<Process> proc_;
-};
-
-// A workspace holding the test CA, so clients inside can verify the HTTPS server.
-struct Workspace {
-  TempDir dir{"egress-ws"};
-  explicit Workspace(const EgressServers& s) { dir.write("ca.pem", readHostFile(s.cafile())); }
-};
-
-Args proxyOpts(const Workspace& ws, const Args& grants) {
+Args proxyOpts(const EgressWorkspace& ws, const Args& grants) {
   Args o = {"--net", "proxy", "--workspace", ws.dir.path(), "--timeout", "60s"};
   for (const std::string& g : grants) o.insert(o.end(), {"--allow", g});
   return o;
 }
 
-// curl inside the sandbox printing "<http status>\n<X-Corral-Denied or ->" (with -i parsing
-// left to a tiny shell), never failing on an HTTP error status.
+// curl inside the sandbox printing the HTTP status, then the X-Corral-Denied value on a
+// second line when there is one (an HTTP error status is not a curl failure).
 Args curlStatus(const std::string& url) {
   return {"sh", "-c",
           "curl -sS -o /dev/null -D /tmp/h --cacert /workspace/ca.pem --max-time 20 -w '%{http_code}\\n' '" + url +
               "'; rc=$?; grep -i '^x-corral-denied:' /tmp/h | tr -d '\\r' | sed 's/^[^:]*: //' || true; exit $rc"};
 }
 
-std::vector<std::string> lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t nl = s.find('\n', start);
-    if (nl == std::string::npos) nl = s.size();
-    out.push_back(s.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return out;
-}
-
-#define REQUIRE_SERVERS(s)                                               \
-  do {                                                                   \
-    if (!(s).ok()) GTEST_FAIL() << "egress_servers.py did not start";   \
-  } while (0)
-
 TEST(EgressAllowlistOnly, CurlReachesAGrantedHttpHost) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   RunResult r = runCorral(proxyOpts(ws, {s.httpUrl()}), {"curl", "-sS", "--max-time", "20", s.httpUrl() + "/granted"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.out, "upstream ok /granted");
@@ -112,11 +46,11 @@ TEST(EgressAllowlistOnly, CurlReachesAGrantedHttpHost) {
 TEST(EgressAllowlistOnly, OtherPortsSchemesAndNamesOfTheSameHostAreRefused) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   const Args grant = {s.httpUrl()};
   // Another port on the granted host: the git server listens there, so only the grant stops it.
   RunResult port = runCorral(proxyOpts(ws, grant), curlStatus(s.gitUrl() + "/repo.git/info/refs"));
-  EXPECT_EQ(lines(port.out), (Args{"403", "port-mismatch"})) << claim("egress.allowlist-only", "another port was reached") << port.describe();
+  EXPECT_EQ(splitLines(port.out), (Args{"403", "port-mismatch"})) << claim("egress.allowlist-only", "another port was reached") << port.describe();
   // https to the http server's port: a different scheme is a different grant.
   RunResult scheme = runCorral(proxyOpts(ws, grant), curlStatus("https://127.0.0.1:" + std::to_string(s.http) + "/"));
   EXPECT_NE(scheme.exit_code, 0) << claim("egress.allowlist-only", "https opened by an http grant") << scheme.describe();
@@ -128,16 +62,16 @@ TEST(EgressAllowlistOnly, OtherPortsSchemesAndNamesOfTheSameHostAreRefused) {
   EXPECT_EQ(s.count(true), 0) << claim("egress.allowlist-only", "a refused tunnel reached the server");
   // Control: the same client, granted, gets through (the refusals above are the grant's).
   RunResult control = runCorral(proxyOpts(ws, {s.httpsUrl()}), curlStatus(s.httpsUrl() + "/ok"));
-  EXPECT_EQ(lines(control.out), (Args{"200"})) << control.describe();
+  EXPECT_EQ(splitLines(control.out), (Args{"200"})) << control.describe();
   EXPECT_EQ(s.count(true), 1);
 }
 
 TEST(EgressAllowlistOnly, AnEmptyAllowlistDeniesEverything) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   RunResult r = runCorral(proxyOpts(ws, {}), curlStatus(s.httpUrl() + "/x"));
-  EXPECT_EQ(lines(r.out), (Args{"403", "no-grant"})) << r.describe();
+  EXPECT_EQ(splitLines(r.out), (Args{"403", "no-grant"})) << r.describe();
   RunResult t = runCorral(proxyOpts(ws, {}), curlStatus(s.httpsUrl() + "/x"));
   EXPECT_NE(t.exit_code, 0) << t.describe();
   EXPECT_EQ(s.count(false), 0);
@@ -147,7 +81,7 @@ TEST(EgressAllowlistOnly, AnEmptyAllowlistDeniesEverything) {
 TEST(EgressAllowlistOnly, PythonUrllibUsesTheProxyForHttps) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   const std::string py =
       "import ssl, urllib.request\n"
       "ctx = ssl.create_default_context(cafile='/workspace/ca.pem')\n"
@@ -167,7 +101,7 @@ TEST(EgressAllowlistOnly, PythonUrllibUsesTheProxyForHttps) {
 TEST(EgressAllowlistOnly, GitClonesOverSmartHttpThroughTheProxy) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   const std::string script = "git clone -q " + s.gitUrl() + "/repo.git /tmp/c && git -C /tmp/c log -1 --format=%s";
   RunResult r = runCorral(proxyOpts(ws, {s.gitUrl()}), {"sh", "-c", script});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
@@ -180,7 +114,7 @@ TEST(EgressAllowlistOnly, GitClonesOverSmartHttpThroughTheProxy) {
 TEST(EgressAllowlistOnly, DirectConnectionsBypassingTheProxyFail) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   // The proxy variables ignored: the host's loopback is another namespace's.
   RunResult r = runCorral(proxyOpts(ws, {s.httpUrl()}),
                           {"curl", "-sS", "--noproxy", "*", "--max-time", "10", s.httpUrl() + "/direct"});
@@ -200,7 +134,7 @@ TEST(EgressAllowlistOnly, DirectConnectionsBypassingTheProxyFail) {
 TEST(EgressAllowlistOnly, TheReportRecordsEachAttemptWithoutPathsOrQueries) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   const std::string sentinel = "corral-sentinel-path-5be1";
   const std::string script = "curl -sS -o /dev/null '" + s.httpUrl() + "/" + sentinel + "?q=" + sentinel +
                              "'; curl -sS -o /dev/null '" + s.gitUrl() + "/" + sentinel + "'; true";
@@ -226,19 +160,19 @@ TEST(EgressAllowlistOnly, TheReportRecordsEachAttemptWithoutPathsOrQueries) {
 TEST(EgressNoPrivateTargets, AGrantedNameThatResolvesToLoopbackIsRefused) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   // "localhost" is granted by name; it resolves to 127.0.0.1 on the host, where the server
   // listens. Only a grant of the IP literal itself opens loopback.
   RunResult r = runCorral(proxyOpts(ws, {s.httpUrl("localhost")}), curlStatus(s.httpUrl("localhost") + "/rebind"));
-  EXPECT_EQ(lines(r.out), (Args{"403", "private-address"}))
+  EXPECT_EQ(splitLines(r.out), (Args{"403", "private-address"}))
       << claim("egress.no-private-targets", "a name resolving to loopback was dialled") << r.describe();
   // Cloud metadata, not granted.
   RunResult meta = runCorral(proxyOpts(ws, {s.httpUrl()}), curlStatus("http://169.254.169.254/latest/meta-data/"));
-  EXPECT_EQ(lines(meta.out), (Args{"403", "no-grant"})) << meta.describe();
+  EXPECT_EQ(splitLines(meta.out), (Args{"403", "no-grant"})) << meta.describe();
   EXPECT_EQ(s.count(false), 0) << claim("egress.no-private-targets", "the loopback server was reached");
   // Control: the IP literal, granted on purpose, is reachable.
   RunResult control = runCorral(proxyOpts(ws, {s.httpUrl()}), curlStatus(s.httpUrl() + "/literal"));
-  EXPECT_EQ(lines(control.out), (Args{"200"})) << control.describe();
+  EXPECT_EQ(splitLines(control.out), (Args{"200"})) << control.describe();
   EXPECT_EQ(s.count(false), 1);
 }
 
@@ -307,7 +241,7 @@ print("sni-none", tunnel("127.0.0.1"))
 TEST(EgressNameConsistent, HostileSpellingsAreCanonicalisedOrRefused) {
   EgressServers s;
   REQUIRE_SERVERS(s);
-  Workspace ws(s);
+  EgressWorkspace ws(s);
   RunResult r = runCorral(proxyOpts(ws, {s.httpUrl(), s.httpsUrl()}), {"python3", "-c", rawCasesScript(s)});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const Args want = {
@@ -324,7 +258,7 @@ TEST(EgressNameConsistent, HostileSpellingsAreCanonicalisedOrRefused) {
       "sni-other refused",  // the tunnel's TLS must name the CONNECT target
       "sni-none tls HTTP/1.1 200 OK",
   };
-  Args got = lines(r.out);
+  Args got = splitLines(r.out);
   // Which exception the refused handshake raises (SSLError, SSLEOFError, ...) is Python's.
   for (std::string& l : got)
     if (l.starts_with("sni-other refused")) l = "sni-other refused";

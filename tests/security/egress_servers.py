@@ -4,10 +4,16 @@
   http   counts requests and answers "upstream ok <path>"; GET /__count (asked directly) is not counted
   https  the same over TLS, with a certificate for 127.0.0.1 and localhost from a fresh test CA
   git    `git http-backend` (smart HTTP) serving DIR/repo.git, read-only
+GET /lease-check (http and https) reports whether the Authorization header is "Bearer " +
+$CORRAL_TEST_LEASE_SECRET and echoes the header back raw, base64- and URL-encoded, split over
+many small writes: the lease claims check injection and redaction with it. GET /__last
+(asked directly) returns the previous request's headers.
 Usage: egress_servers.py DIR. Writes DIR/ca.pem, prints one JSON line with the ports, serves
 until stdin closes."""
+import base64
 import json
 import os
+import urllib.parse
 import ssl
 import subprocess
 import sys
@@ -16,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIR = sys.argv[1]
 counts = {"http": 0, "https": 0}
+last = {"http": "", "https": ""}
+SECRET = os.environ.get("CORRAL_TEST_LEASE_SECRET", "")
 lock = threading.Lock()
 
 
@@ -53,9 +61,15 @@ def counting_handler(kind):
             if self.path == "/__count":
                 with lock:
                     out = str(counts[kind])
+            elif self.path == "/__last":
+                with lock:
+                    out = last[kind]
             else:
                 with lock:
                     counts[kind] += 1
+                    last[kind] = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+                if self.path == "/lease-check":
+                    return self.lease_check()
                 out = "upstream ok " + self.path
             data = out.encode()
             self.send_response(200)
@@ -63,6 +77,22 @@ def counting_handler(kind):
             self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
+            self.close_connection = True
+
+        def lease_check(self):
+            got = self.headers.get("Authorization", "")
+            ok = SECRET != "" and got == "Bearer " + SECRET
+            body = ("auth=" + ("ok" if ok else "bad") + "\nraw=" + got + "\nb64=" +
+                    base64.b64encode(got.encode()).decode() + "\nurl=" + urllib.parse.quote(got, safe="") + "\n").encode()
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for i in range(0, len(body), 5):  # small chunks: a secret always spans several
+                piece = body[i:i + 5]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
             self.close_connection = True
 
     return Handler
