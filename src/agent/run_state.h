@@ -15,6 +15,7 @@
 #include "agent/content_store.h"
 #include "agent/mailbox.h"
 #include "agent/private_workspace.h"
+#include "agent/run_egress.h"
 #include "audit/trace.h"
 #include "policy/budget.h"
 #include "policy/manifest.h"
@@ -57,6 +58,7 @@ struct RunContext {
   bool apply = false;
   TraceContent trace_content = TraceContent::kHashes;
   ContentStore* content = nullptr;  // set with --trace-content full
+  RunEgress* egress = nullptr;      // set when the manifest grants network or credentials
   // Set when an applied `run` cannot be sandboxed on this host: the missing facility.
   std::optional<std::string> sandbox_unavailable;
   std::function<policy::Millis()> now;  // monotonic milliseconds

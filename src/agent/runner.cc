@@ -142,6 +142,9 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   }
   ASSIGN_OR_RETURN(ProviderConfig pconfig, providerConfig(lm));
   ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, makeProvider(std::move(pconfig)));
+  const std::string run_id = randomRunId();
+  // Before anything is written: a credential whose secret is missing refuses the run.
+  ASSIGN_OR_RETURN(std::unique_ptr<RunEgress> egress, RunEgress::start(manifest, run_id));
 
   const LastEntry previous = lastRunState(workspace);
   ASSIGN_OR_RETURN(UniqueFd record_dir, audit::openRecordDir(workspace, true));
@@ -156,7 +159,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   audit::TraceWriter trace = std::move(*trace_or);
 
   RunSummary summary;
-  summary.run_id = randomRunId();
+  summary.run_id = run_id;
   summary.workspace = workspace;
   policy::RunBudget budget(manifest.budgets, monotonicNow());
   RunContext run;
@@ -167,6 +170,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   run.apply = request.apply;
   run.trace_content = request.trace_content;
   run.now = monotonicNow;
+  run.egress = egress.get();
 
   if (!previous.type.empty() && previous.type != "run_end")
     RETURN_IF_ERROR(run.record("previous_run_interrupted",
@@ -324,6 +328,10 @@ Result<RunSummary> runManifest(const RunRequest& request) {
     }
   } while (false);
 
+  if (egress) {  // every connection has ended once the proxy is stopped
+    egress->stop();
+    RETURN_IF_ERROR(egress->flush(trace));
+  }
   if (status != "aborted" || exit_code != kRunRefused) {
     json record = {{"run_id", run.run_id}, {"manifest_sha256", lm.sha256}, {"status", status}};
     json summaries = json::array();

@@ -96,8 +96,17 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
 
   auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout);
   if (!spec.ok()) return refuse(run, task, call, "sandbox", spec.error().message(), targs);
+  UniqueFd egress_channel;  // the sandbox's end; must outlive the command
+  if (run.egress) {
+    auto channel = run.egress->attach();
+    if (!channel.ok()) return refuse(run, task, call, "sandbox", channel.error().message(), targs);
+    egress_channel = std::move(*channel);
+    spec->proxy.channel = egress_channel.get();
+    for (std::string& kv : run.egress->sandboxEnvironment()) spec->env.push_back(std::move(kv));
+  }
   const uint64_t keep = task.manifest->budgets.max_output_bytes;
   auto outcome = runSandboxed(std::move(*spec), keep);
+  egress_channel.reset();
   ++run.counters.commands;
   json entry = traceBase(task, call, "allow");
   entry["rule"] = d.rule;
@@ -132,6 +141,8 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
     entry["stderr_kept_sha256"] = audit::sha256Hex(outcome->output.err.kept);
   }
   RETURN_IF_ERROR(run.record("tool_call", entry));
+  // The command's connections, as far as they have ended (late ones follow the next call).
+  if (run.egress) RETURN_IF_ERROR(run.egress->flush(*run.trace));
 
   json result = {{"ok", true},
                  {"exit_code", outcome->exit_code},

@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "net/lease_broker.h"
@@ -58,7 +59,8 @@ nlohmann::ordered_json eventJson(const ConnectionEvent& e) {
           {"status", e.status},
           {"bytes_up", e.bytes_up},
           {"bytes_down", e.bytes_down},
-          {"duration_ms", std::round(e.duration_ms * 1000) / 1000},
+          // Integer microseconds: the trace refuses floating-point numbers.
+          {"duration_us", static_cast<uint64_t>(std::llround(std::max(0.0, e.duration_ms) * 1000))},
           {"lease", e.lease},
           {"suspects", e.suspects}};
 }

@@ -244,10 +244,6 @@ Result<Manifest> parseManifest(std::string_view bytes) {
   RETURN_IF_ERROR(readOptional(doc, root, "credentials", m.credentials, parseCredentials));
   RETURN_IF_ERROR(readOptional(doc, root, "budgets", m.budgets, parseBudgets));
   RETURN_IF_ERROR(readOptional(doc, root, "sandbox", m.sandbox, parseSandbox));
-  // TODO(corral): #4 credential leases in the runner. Until then a credential could only be
-  // ignored, and a manifest that silently loses one is worse than one that is refused.
-  if (!m.credentials.empty())
-    return root.key("credentials").error("credentials need the egress proxy (not available in this build)");
   return m;
 }
 

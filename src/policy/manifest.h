@@ -59,13 +59,14 @@ struct SandboxLimitsSpec {
   friend bool operator==(const SandboxLimitsSpec&, const SandboxLimitsSpec&) = default;
 };
 
-// Parsed but refused by validation until the egress proxy lands (issue #4): kept so the
-// error names the feature instead of "unknown field".
+// The egress grants (docs/egress-policy.md), each in canonical text after parsing.
 struct NetworkSpec {
-  std::vector<std::string> allow;           // scheme://host[:port] grants
+  std::vector<std::string> allow;           // scheme://host[:port] grants, canonical
 
   friend bool operator==(const NetworkSpec&, const NetworkSpec&) = default;
 };
+// A credential lease (docs/credential-leases.md). Shape only here: the runner checks the
+// fields with net::leaseFromFields before anything is written (agent/run_egress.h).
 struct CredentialSpec {
   std::string name;
   std::string env;                          // env var on the operator's side
@@ -96,8 +97,8 @@ struct Manifest {
 // "manifest: budgets.max_turns: must be an integer in 1..10000". Refuses: unknown fields at
 // any level, wrong types, missing required fields (version, task, model.provider), duplicate
 // keys, absolute or ".." paths, outputs under .corral/, executables given as paths, budgets
-// outside their ranges (negative, zero where meaningless, floats, 1e30), and non-empty
-// network/credentials (not available until the egress proxy lands).
+// outside their ranges (negative, zero where meaningless, floats, 1e30), malformed or
+// duplicate network grants, and *_PROXY variables in env.
 Result<Manifest> parseManifest(std::string_view bytes);
 
 // Canonical JSON of the manifest after defaults are filled in (what subtasks and tests compare).

@@ -21,7 +21,7 @@ using std::chrono::milliseconds;
 constexpr const char* kMinimal =
     R"({"version":1,"task":"fix the bug","model":{"provider":"replay","transcript":"replay.json"}})";
 
-// The full example of docs/manifest.md (credentials left empty: refused when set).
+// The full example of docs/manifest.md.
 constexpr const char* kFull = R"({
   "version": 1,
   "task": "Fix the failing test in src/ and explain the change.",
@@ -489,10 +489,15 @@ TEST(ParseManifest, NetworkGrantsAreCanonicalisedAndCheckedWithoutEchoingThem) {
   }
 }
 
-TEST(ParseManifest, CredentialsNeedTheLeaseBroker) {
+TEST(ParseManifest, CredentialsAreParsedForShape) {
   Json cred = {{"name", "gh"}, {"env", "GH_TOKEN"}, {"url", "https://api.github.com"}};
-  refuseWith("/credentials", Json::array({cred}),
-             "manifest: credentials: credentials need the egress proxy (not available in this build)");
+  Json j = minimal();
+  j["credentials"] = Json::array({cred});
+  auto m = parse(j);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  ASSERT_EQ(m->credentials.size(), 1u);
+  EXPECT_EQ(m->credentials[0].env, "GH_TOKEN");
+  EXPECT_EQ(m->credentials[0].header, "Authorization");
   for (const char* key : {"name", "env", "url"}) {
     Json c = cred;
     c.erase(key);

@@ -32,7 +32,14 @@ TEST(RunnerManifestFrozen, HostileManifestsAreRefusedBeforeAnythingIsWritten) {
       {"executable as a path", {{"executables", {"/usr/bin/python3"}}}},
       {"negative budget", {{"budgets", {{"max_turns", -1}}}}},
       {"huge budget", {{"budgets", {{"max_model_calls", 1e30}}}}},
-      {"network before the proxy", {{"network", {{"allow", {"https://example.com"}}}}}},
+      {"grant with a path", {{"network", {{"allow", {"https://example.com/x"}}}}}},
+      {"grant with userinfo", {{"network", {{"allow", {"https://u:p@example.com"}}}}}},
+      {"proxy variable in env", {{"env", {"HTTPS_PROXY=http://evil:1"}}}},
+      {"credential with a wildcard", {{"credentials", {{{"name", "a"}, {"env", "A_TOKEN"}, {"url", "https://*.example.com"}}}}}},
+      {"credential header owned by the proxy",
+       {{"credentials", {{{"name", "a"}, {"env", "A_TOKEN"}, {"url", "https://example.com"}, {"header", "Host"}}}}}},
+      {"credential variable set by corral", {{"credentials", {{{"name", "a"}, {"env", "PATH"}, {"url", "https://example.com"}}}}}},
+      {"credential secret missing", {{"credentials", {{{"name", "a"}, {"env", "CORRAL_TEST_UNSET_TOKEN"}, {"url", "https://example.com"}}}}}},
   };
   for (const auto& [what, patch] : cases) {
     RunFixture f;
