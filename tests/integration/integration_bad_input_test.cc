@@ -64,7 +64,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"allow_weaker_bogus", {"--allow-weaker", "everything"}}, BadCase{"report_no_value", {"--report"}},
         BadCase{"report_missing_dir", {"--report", "@MISSING/report.json"}}, BadCase{"json_with_value", {"--json=yes"}},
         BadCase{"output_twice", {"--workspace", "@WS", "--output", "a", "--output", "a"}},
-        BadCase{"env_bad_name", {"--env", "A B=c"}}, BadCase{"net_proxy_unavailable", {"--net", "proxy"}}),
+        BadCase{"env_bad_name", {"--env", "A B=c"}}, BadCase{"allow_without_proxy", {"--allow", "https://example.com"}},
+        BadCase{"allow_bad_scheme", {"--net", "proxy", "--allow", "ftp://example.com"}},
+        BadCase{"credential_malformed", {"--net", "proxy", "--credential", "gh"}},
+        BadCase{"credential_secret_unset", {"--net", "proxy", "--credential", "gh=CORRAL_TEST_UNSET_VAR@https://api.github.com"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ExecBadInputCommand, MissingCommandIsRefused) {
