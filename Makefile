@@ -5,7 +5,7 @@ SAN_BUILD ?= build-sanitize
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build test test-unit test-security test-rootless test-sanitize demo demo-exec claims bench clean
+.PHONY: all bootstrap configure build test test-unit test-security test-rootless test-sanitize demo demo-exec claims bench bench-proxy clean
 
 all: build
 
@@ -44,6 +44,9 @@ claims: build
 
 bench: build
 	@python3 bench/exec_bench.py --corral $(BUILD)/corral --out docs/benchmarks.md
+
+bench-proxy: build
+	@python3 bench/proxy_bench.py --proxy $(BUILD)/corral-proxy-bench --repeat 3 --out docs/benchmarks-proxy.md
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

@@ -116,9 +116,29 @@ def tunnel(proxy_port, authority):
     return s
 
 
-def throughput(proxy_port, source_port, total):
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(proxy_port, source_port, total, proxy_pid, rounds=5):
+    """Median MiB/s of each mode over interleaved rounds (the order alternates): a shared host's
+    noise moves single transfers by 2x, and it hits both modes alike only when they alternate."""
+    samples = {"direct": [], "tunnel": []}
+    cpu0 = cpu_seconds(proxy_pid)
+    for r in range(rounds):
+        order = ("direct", "tunnel") if r % 2 == 0 else ("tunnel", "direct")
+        for mode, mibs in throughput_once(proxy_port, source_port, total, order).items():
+            samples[mode].append(mibs)
+    result = {mode: statistics.median(v) for mode, v in samples.items()}
+    # CPU the proxy spent per GiB tunnelled: steadier than MiB/s on a shared host.
+    result["proxy_cpu_per_gib"] = (cpu_seconds(proxy_pid) - cpu0) / rounds / (total / (1 << 30))
+    return result
+
+
+def throughput_once(proxy_port, source_port, total, order):
     results = {}
-    for mode in ("direct", "tunnel"):
+    for mode in order:
         if mode == "direct":
             s = socket.create_connection(("127.0.0.1", source_port))
         else:
@@ -178,16 +198,7 @@ def idle_tunnels(proc, proxy_port, echo_port, n):
     return before, after
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--proxy", required=True, help="path to corral-proxy-bench")
-    ap.add_argument("--gib", type=float, default=1.0)
-    ap.add_argument("--requests", type=int, default=2000)
-    ap.add_argument("--tunnels", type=int, default=1000)
-    args = ap.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * args.tunnels + 256)), hard))
-    total = int(args.gib * (1 << 30))
+def run_once(args, total):
     ports = start_upstreams(total)
     grants = [f"https://127.0.0.1:{ports['source']}", f"https://127.0.0.1:{ports['echo']}", f"http://127.0.0.1:{ports['http']}"]
     proc = subprocess.Popen([args.proxy, *grants], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -195,20 +206,85 @@ def main():
         line = proc.stdout.readline().strip()
         assert line.startswith("port="), line
         pport = int(line[5:])
-        tp = throughput(pport, ports["source"], total)
+        tp = throughput(pport, ports["source"], total, proc.pid)
         lat = latency(pport, ports["http"], args.requests)
         before, after = idle_tunnels(proc, pport, ports["echo"], args.tunnels)
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+    return tp, lat, before, after
+
+
+def table(args, tp, lat, before, after):
     ratio = tp["tunnel"] / tp["direct"] * 100
-    print(f"| metric | direct | through corral proxy | goal |")
-    print(f"|---|---|---|---|")
-    print(f"| {args.gib:g} GiB download, MiB/s | {tp['direct']:.0f} | {tp['tunnel']:.0f} ({ratio:.0f}%) | >= 80% |")
-    print(f"| small GET p50, us | {lat['direct'][0]:.0f} | {lat['proxied'][0]:.0f} (+{lat['proxied'][0] - lat['direct'][0]:.0f}) | added < 200 |")
-    print(f"| small GET p99, us | {lat['direct'][1]:.0f} | {lat['proxied'][1]:.0f} (+{lat['proxied'][1] - lat['direct'][1]:.0f}) | |")
     per = (after - before) / args.tunnels
-    print(f"| {args.tunnels} idle tunnels held, proxy RSS KiB | | {before} -> {after} ({per:.1f} KiB/tunnel) | |")
+    return "\n".join([
+        "| metric | direct | through corral proxy | goal |",
+        "|---|---|---|---|",
+        f"| {args.gib:g} GiB download, MiB/s (median of 5 interleaved) | {tp['direct']:.0f} | {tp['tunnel']:.0f} ({ratio:.0f}%) | >= 80% |",
+        f"| proxy CPU per GiB tunnelled, s | | {tp['proxy_cpu_per_gib']:.2f} | |",
+        f"| small GET p50, us | {lat['direct'][0]:.0f} | {lat['proxied'][0]:.0f} (+{lat['proxied'][0] - lat['direct'][0]:.0f}) | added < 200 |",
+        f"| small GET p99, us | {lat['direct'][1]:.0f} | {lat['proxied'][1]:.0f} (+{lat['proxied'][1] - lat['direct'][1]:.0f}) | |",
+        f"| {args.tunnels} idle tunnels held, proxy RSS KiB | | {before} -> {after} ({per:.1f} KiB/tunnel) | |",
+    ])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--proxy", required=True, help="path to corral-proxy-bench")
+    ap.add_argument("--gib", type=float, default=1.0)
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--tunnels", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=1, help="independent runs, each its own table")
+    ap.add_argument("--out", help="write a markdown report here instead of printing tables only")
+    args = ap.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * args.tunnels + 256)), hard))
+    total = int(args.gib * (1 << 30))
+    tables = []
+    for _ in range(args.repeat):
+        tables.append(table(args, *run_once(args, total)))
+        print(tables[-1] + "\n", flush=True)
+    if args.out:
+        uname = os.uname()
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+        head = [
+            "<!-- Generated by bench/proxy_bench.py; rerun `make bench-proxy` instead of editing. -->",
+            "# Egress proxy benchmark",
+            "",
+            "The host-side egress proxy (`corral-proxy-bench`: the same `net::ProxyServer` that `corral exec --net proxy`",
+            "uses, on a TCP port) against a direct loopback connection, in one run: CONNECT-tunnel throughput",
+            f"({args.gib:g} GiB from a byte source, after a real TLS ClientHello so the SNI rule runs), added latency",
+            f"of {args.requests} small plain-HTTP GETs (one connection each), and proxy RSS with {args.tunnels} idle tunnels open.",
+            "Clients and servers are Python on 127.0.0.1 (bench/proxy_bench.py). Tunnels are relayed with splice(2)",
+            "(src/net/proxy_splice.cc): bytes never enter user memory.",
+            "",
+            "Reading the numbers (measured 2026-11-29 on this host):",
+            "",
+            "- The proxy's CPU per GiB tunnelled is the steady number: 0.24-0.25 s with splice, of which 99% is",
+            "  system time (0.003 s user): the kernel's TCP work for the second loopback hop (the proxy's sends",
+            "  run the client socket's receive path). The buffered 64 KiB read/write relay this replaced cost",
+            "  0.46-0.54 s per GiB.",
+            "- The throughput goal (>= 80% of direct) is **not met on this host**: 44-62% over medians of",
+            "  interleaved runs. The direct transfer costs the Python source and sink about 0.4 CPU-s per GiB, and",
+            "  on this 2-core machine, shared with other tenants, the transfer runs on about one core's worth of",
+            "  CPU (CPU seconds ~= wall seconds in both modes), so the ratio is close to",
+            "  direct CPU / (direct CPU + proxy CPU). No user-space relay removes the second TCP hop; on an idle",
+            "  multi-core host the proxy's 0.25 s/GiB runs in parallel with the endpoints instead.",
+            "- Single transfers vary 2-3x between runs here (direct 960-3450 MiB/s), hence medians of 5",
+            "  interleaved rounds. Latency: each request is a new connection through the proxy (no keep-alive).",
+            "",
+            "## Machine",
+            "",
+            f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; commit `{commit}`",
+            f"- Kernel {uname.release}, {os.cpu_count()} cores; run as uid {os.getuid()}",
+            "",
+            f"## Results ({args.repeat} independent runs)",
+            "",
+        ]
+        Path_text = "\n".join(head) + "\n\n".join(tables) + "\n"
+        with open(args.out, "w") as f:
+            f.write(Path_text)
 
 
 if __name__ == "__main__":

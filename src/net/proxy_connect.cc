@@ -92,6 +92,7 @@ void Connection::checkClientHello() {
       return;
     }
     self->halves_open_ = 2;
+    if (self->startSpliceRelay()) return;
     self->relayUp();
     self->relayDown();
   });

@@ -52,6 +52,16 @@ struct Refusal {
   std::string reason;
 };
 
+// A pipe between two sockets of a tunnel, one per direction (proxy_splice.cc).
+struct SplicePipe {
+  UniqueFd read_end, write_end;
+  size_t capacity = 0;       // F_GETPIPE_SZ
+  size_t pending = 0;        // bytes in the pipe, not yet written to the destination
+  bool eof = false;          // the source has closed its sending side
+  bool read_armed = false;   // a wait for the source to become readable is outstanding
+  bool write_armed = false;  // a wait for the destination to become writable is outstanding
+};
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(ProxyServer::Impl& server, ClientSocket client, std::shared_ptr<const ClientPolicy> policy);
@@ -96,6 +106,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void armTimer(std::chrono::milliseconds after, std::function<void()> on_expiry);
   void touch() { last_activity_ = Clock::now(); }
   void halfDone();
+  // proxy_splice.cc: a tunnel's bytes moved socket -> pipe -> socket by splice(2), never
+  // through user memory. False when no pipe could be made (fd limit): use relayUp/Down.
+  bool startSpliceRelay();
+  template <typename Src, typename Dst>
+  void splicePump(Src& src, Dst& dst, SplicePipe& pipe, uint64_t& counter);
   // proxy_refusal.cc
   void finish();
   void drainAndClose();
@@ -115,6 +130,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t body_left_ = 0;  // Content-Length bytes still to forward
   bool body_done_ = false;
   std::unique_ptr<char[]> up_buf_, down_buf_;  // allocated when the relay starts
+  std::unique_ptr<SplicePipe> up_pipe_, down_pipe_;  // tunnels relayed by splice(2)
   ConnectionEvent ev_;
   int halves_open_ = 0;
   bool responded_ = false;   // a refusal was sent (or a tunnel refused): at most one
