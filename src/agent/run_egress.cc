@@ -49,11 +49,7 @@ Result<std::unique_ptr<RunEgress>> RunEgress::start(const policy::Manifest& m, c
   config.tag = run_id;
   config.grants = std::move(*grants);
   config.leases = std::move(leases);
-  config.env_lookup = [](std::string_view name) -> std::optional<std::string> {
-    const char* v = ::getenv(std::string(name).c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
+  config.env_lookup = net::processEnvironment;
   // The trace writer is the run thread's: events wait here until flush().
   config.on_event = [raw](const net::ConnectionEvent& e) {
     nlohmann::json data = net::eventJson(e);

@@ -92,11 +92,7 @@ Result<void> startEgress(ExecInvocation& inv, Egress& egress) {
   };
   config.leases = inv.credentials;
   if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
-  config.env_lookup = [](std::string_view name) -> std::optional<std::string> {
-    const char* v = ::getenv(std::string(name).c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
+  config.env_lookup = net::processEnvironment;
   config.on_lease_event = [&egress](const net::LeaseEvent& e) {
     std::lock_guard lock(egress.mu);
     egress.lease_events.push_back(net::leaseEventJson(e));

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "policy/units.h"
@@ -43,6 +44,12 @@ Result<void> checkSecretValue(const LeaseSpec& spec, std::string_view value) {
 }
 
 }  // namespace
+
+std::optional<std::string> processEnvironment(std::string_view name) {
+  const char* v = ::getenv(std::string(name).c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
 
 Result<void> systemRandom(std::span<uint8_t> out) {
   size_t done = 0;

@@ -31,6 +31,8 @@ using RandomFill = std::function<Result<void>(std::span<uint8_t>)>;
 using MonotonicClock = std::function<int64_t()>;
 
 Result<void> systemRandom(std::span<uint8_t> out);
+// getenv of this process (corral's own environment, the operator's side): an EnvLookup.
+std::optional<std::string> processEnvironment(std::string_view name);
 int64_t systemMonotonicNs();
 
 class Lease {

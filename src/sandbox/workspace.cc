@@ -191,14 +191,26 @@ OutputResult copyOne(int ws_root, int host_root, const std::string& rel) {
   if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<uint64_t>(::getpid());
   char tmp[64];
   std::snprintf(tmp, sizeof(tmp), ".corral-out-%016llx", static_cast<unsigned long long>(rnd));
-  UniqueFd out(::openat(parent->get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755));
+  // The data goes into an unnamed O_TMPFILE inode, which gets a name only once it is whole
+  // and synced: corral killed mid-copy leaves nothing behind (the inode is freed), and the
+  // named temp file exists only between linkat and rename. File systems without O_TMPFILE
+  // get a named temp file from the start.
+  UniqueFd out(::openat(parent->get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, st.st_mode & 0755));
+  const bool unnamed = out.valid();
+  if (!unnamed)
+    out = UniqueFd(::openat(parent->get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755));
   if (!out.valid()) {
     r.reason = std::string("create on host: ") + std::strerror(errno);
     return r;
   }
   auto copied = copyData(src.get(), out.get(), static_cast<uint64_t>(st.st_size), "copy " + rel);
+  bool ok = copied && ::fsync(out.get()) == 0;
+  if (ok && unnamed) {
+    const std::string self = "/proc/self/fd/" + std::to_string(out.get());
+    ok = ::linkat(AT_FDCWD, self.c_str(), parent->get(), tmp, AT_SYMLINK_FOLLOW) == 0;
+  }
   // Renamed into place only whole: a crash leaves the old file or the new one, never half.
-  if (!copied || ::fsync(out.get()) != 0 || ::renameat(parent->get(), tmp, parent->get(), name.c_str()) != 0) {
+  if (!ok || ::renameat(parent->get(), tmp, parent->get(), name.c_str()) != 0) {
     r.reason = copied ? std::string("write on host: ") + std::strerror(errno) : copied.error().message();
     ::unlinkat(parent->get(), tmp, 0);
     return r;

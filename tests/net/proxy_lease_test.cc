@@ -365,9 +365,12 @@ TEST_F(ProxyLease, RequestBudgetAndRateLimitAnswer429WithTheReason) {
   EXPECT_NE(out.find("lease 'api': request budget of 2 requests used up"), std::string::npos) << out;
   EXPECT_EQ(count(lu_.https, true), before);
 
-  EXPECT_NE(curl(direct(p, "/lease/slow/a")).find("ok auth=secret"), std::string::npos) << "plain-http lease";
-  out = curl(direct(p, "/lease/slow/b"));
-  EXPECT_EQ(statusOf(out), 429) << out;
+  // One curl, four requests back to back: with one token a second, a loaded machine can
+  // still space two processes a second apart, but not four requests of one process.
+  out = curl(direct(p, "/lease/slow/a") + " " + direct(p, "/lease/slow/b") + " " + direct(p, "/lease/slow/c") + " " +
+             direct(p, "/lease/slow/d"));
+  EXPECT_NE(out.find("ok auth=secret"), std::string::npos) << "plain-http lease: " << out;
+  EXPECT_NE(out.find("HTTP/1.1 429"), std::string::npos) << out;
   EXPECT_NE(out.find("rate limit of 1 requests/s (burst 1) exceeded"), std::string::npos) << out;
   bool found = false;
   for (const LeaseEvent& e : leaseEvents())
