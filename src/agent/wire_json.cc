@@ -64,4 +64,47 @@ Result<uint64_t> optionalCount(const nlohmann::json& obj, const char* key, std::
   return it->get<uint64_t>();
 }
 
+Result<void> parseAssistantMessage(const nlohmann::json& message, const MessageShape& shape, std::string_view what,
+                                   uint64_t first_call_number, ModelReply& reply) {
+  using nlohmann::json;
+  const std::string at(shape.path);
+  if (auto content = message.find("content"); content != message.end() && !content->is_null()) {
+    if (!content->is_string()) return malformed(what, at + ".content is not a string");
+    reply.content = content->get<std::string>();
+  }
+  auto calls = message.find("tool_calls");
+  if (calls == message.end() || calls->is_null()) return {};
+  if (!calls->is_array()) return malformed(what, at + ".tool_calls is not an array");
+  for (size_t i = 0; i < calls->size(); ++i) {
+    const json& call = (*calls)[i];
+    const std::string path = at + ".tool_calls[" + std::to_string(i) + "]";
+    if (!call.is_object()) return malformed(what, path + " is not an object");
+    auto fn = call.find("function");
+    if (fn == call.end() || !fn->is_object()) return malformed(what, path + ".function missing");
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+      return malformed(what, path + ".function.name missing");
+    ToolCall tc;
+    tc.name = name->get<std::string>();
+    auto args = fn->find("arguments");
+    if (args == fn->end() || args->is_null()) {
+      if (!shape.missing_args_empty) return malformed(what, path + ".function.arguments missing");
+      tc.arguments_json = "{}";
+    } else if (args->is_string()) {
+      tc.arguments_json = args->get<std::string>();
+    } else if (args->is_object()) {
+      tc.arguments_json = dumpJson(*args);
+    } else {
+      return malformed(what, path + ".function.arguments is not a string or an object");
+    }
+    auto id = call.find("id");
+    if (id != call.end() && id->is_string() && !id->get_ref<const std::string&>().empty())
+      tc.id = id->get<std::string>();
+    else
+      tc.id = "call_" + std::to_string(first_call_number + i);
+    reply.tool_calls.push_back(std::move(tc));
+  }
+  return {};
+}
+
 }  // namespace corral::agent::wire

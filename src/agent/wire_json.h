@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/conversation.h"
 #include "base/result.h"
 
 namespace corral::agent::wire {
@@ -32,5 +33,17 @@ Error malformed(std::string_view what, std::string_view reason);
 // other type is an error naming the field path.
 Result<uint64_t> optionalCount(const nlohmann::json& obj, const char* key, std::string_view what,
                                std::string_view path);
+
+// The OpenAI-shaped assistant message both OpenAI and Ollama send: content (string or null)
+// and tool_calls[] of {id?, function: {name, arguments}} into reply. path names the message
+// in errors ("choices[0].message"). arguments: a JSON string is kept verbatim (what the
+// model wrote), an object is re-serialised; absent or null is "{}" when missing_args_empty,
+// else an error. A call without an id gets "call_<first_call_number + index>".
+struct MessageShape {
+  std::string_view path;
+  bool missing_args_empty = false;
+};
+Result<void> parseAssistantMessage(const nlohmann::json& message, const MessageShape& shape, std::string_view what,
+                                   uint64_t first_call_number, ModelReply& reply);
 
 }  // namespace corral::agent::wire

@@ -63,33 +63,8 @@ Result<ModelReply> parseOllamaReply(std::string_view body, uint64_t first_call_n
   auto message = doc.find("message");
   if (message == doc.end() || !message->is_object()) return malformed(kWhat, "message missing");
   ModelReply reply;
-  if (auto content = message->find("content"); content != message->end() && !content->is_null()) {
-    if (!content->is_string()) return malformed(kWhat, "message.content is not a string");
-    reply.content = content->get<std::string>();
-  }
-  if (auto calls = message->find("tool_calls"); calls != message->end() && !calls->is_null()) {
-    if (!calls->is_array()) return malformed(kWhat, "message.tool_calls is not an array");
-    for (size_t i = 0; i < calls->size(); ++i) {
-      const json& call = (*calls)[i];
-      const std::string path = "message.tool_calls[" + std::to_string(i) + "]";
-      if (!call.is_object()) return malformed(kWhat, path + " is not an object");
-      auto fn = call.find("function");
-      if (fn == call.end() || !fn->is_object()) return malformed(kWhat, path + ".function missing");
-      auto name = fn->find("name");
-      if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
-        return malformed(kWhat, path + ".function.name missing");
-      auto args = fn->find("arguments");
-      ToolCall tc;
-      tc.id = "call_" + std::to_string(first_call_number + i);
-      tc.name = name->get<std::string>();
-      if (args == fn->end() || args->is_null()) tc.arguments_json = "{}";
-      else if (args->is_object()) tc.arguments_json = dumpJson(*args);
-      // Seen from some models through Ollama's OpenAI shim; kept verbatim like OpenAI's.
-      else if (args->is_string()) tc.arguments_json = args->get<std::string>();
-      else return malformed(kWhat, path + ".function.arguments is not an object");
-      reply.tool_calls.push_back(std::move(tc));
-    }
-  }
+  // Ollama leaves arguments out for tools without parameters.
+  RETURN_IF_ERROR(parseAssistantMessage(*message, {"message", true}, kWhat, first_call_number, reply));
   if (auto reason = doc.find("done_reason"); reason != doc.end() && reason->is_string())
     reply.stop_reason = reason->get<std::string>();
   ASSIGN_OR_RETURN(reply.usage.input_tokens, optionalCount(doc, "prompt_eval_count", kWhat, "response"));

@@ -76,38 +76,7 @@ Result<ModelReply> parseOpenaiReply(std::string_view body, uint64_t first_call_n
   if (message == choice.end() || !message->is_object()) return malformed(kWhat, "choices[0].message missing");
 
   ModelReply reply;
-  if (auto content = message->find("content"); content != message->end() && !content->is_null()) {
-    if (!content->is_string()) return malformed(kWhat, "choices[0].message.content is not a string");
-    reply.content = content->get<std::string>();
-  }
-  if (auto calls = message->find("tool_calls"); calls != message->end() && !calls->is_null()) {
-    if (!calls->is_array()) return malformed(kWhat, "choices[0].message.tool_calls is not an array");
-    for (size_t i = 0; i < calls->size(); ++i) {
-      const json& call = (*calls)[i];
-      const std::string path = "choices[0].message.tool_calls[" + std::to_string(i) + "]";
-      if (!call.is_object()) return malformed(kWhat, path + " is not an object");
-      auto fn = call.find("function");
-      if (fn == call.end() || !fn->is_object()) return malformed(kWhat, path + ".function missing");
-      auto name = fn->find("name");
-      if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
-        return malformed(kWhat, path + ".function.name missing");
-      ToolCall tc;
-      tc.name = name->get<std::string>();
-      auto args = fn->find("arguments");
-      // The API sends a JSON *string*; kept verbatim so the runner sees what the model wrote.
-      // Some compatible servers send the object itself; that is re-serialised.
-      if (args == fn->end() || args->is_null()) return malformed(kWhat, path + ".function.arguments missing");
-      if (args->is_string()) tc.arguments_json = args->get<std::string>();
-      else if (args->is_object()) tc.arguments_json = dumpJson(*args);
-      else return malformed(kWhat, path + ".function.arguments is not a string");
-      auto id = call.find("id");
-      if (id != call.end() && id->is_string() && !id->get_ref<const std::string&>().empty())
-        tc.id = id->get<std::string>();
-      else
-        tc.id = "call_" + std::to_string(first_call_number + i);
-      reply.tool_calls.push_back(std::move(tc));
-    }
-  }
+  RETURN_IF_ERROR(parseAssistantMessage(*message, {"choices[0].message", false}, kWhat, first_call_number, reply));
   if (auto finish = choice.find("finish_reason"); finish != choice.end() && finish->is_string())
     reply.stop_reason = finish->get<std::string>();
   if (auto usage = doc.find("usage"); usage != doc.end() && !usage->is_null()) {
