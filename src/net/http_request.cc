@@ -199,4 +199,26 @@ RequestHeadParser::Status RequestHeadParser::finish() {
   return Status::kDone;
 }
 
+std::set<std::string> connectionListed(const std::vector<Header>& headers) {
+  std::set<std::string> listed;
+  for (const Header& hd : headers) {
+    if (!iequals(hd.name, "connection")) continue;
+    std::string_view v = hd.value;
+    while (!v.empty()) {
+      size_t comma = v.find(',');
+      std::string_view item = v.substr(0, comma);
+      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+      if (!item.empty()) {
+        std::string name(item);
+        for (char& c : name)
+          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        listed.insert(std::move(name));
+      }
+      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+    }
+  }
+  return listed;
+}
+
 }  // namespace corral::net

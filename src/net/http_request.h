@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,9 @@ std::optional<HeadError> parseHeaderLine(std::string_view line, Header& out);
 // tchar per RFC 9110.
 bool isTokenChar(char c);
 bool iequals(std::string_view a, std::string_view b);
+// The header names every Connection header lists (RFC 9110 7.6.1: hop-by-hop for this
+// request), lowercased, without surrounding SP/HTAB.
+std::set<std::string> connectionListed(const std::vector<Header>& headers);
 // Printable rendering of hostile bytes for a reason line: at most `max` bytes, others \xNN.
 std::string printable(std::string_view text, size_t max = 64);
 

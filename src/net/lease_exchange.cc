@@ -94,19 +94,7 @@ class Upstream {
 std::string upstreamHead(const LeaseCall& call) {
   const Lease& lease = *call.lease;
   const eg::Grant& g = lease.grant();
-  std::set<std::string> listed;  // named by the client's Connection header
-  for (const Header& hd : call.head.headers) {
-    if (!iequals(hd.name, "connection")) continue;
-    std::string_view v = hd.value;
-    while (!v.empty()) {
-      size_t comma = v.find(',');
-      std::string item = lowered(v.substr(0, comma));
-      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.erase(0, 1);
-      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.pop_back();
-      if (!item.empty()) listed.insert(item);
-      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-    }
-  }
+  const std::set<std::string> listed = connectionListed(call.head.headers);  // hop-by-hop for this request
   std::string out = call.head.method + " " + call.upstream_target + " HTTP/1.1\r\n";
   out += "Host: " + eg::authorityText(g.host);
   if (g.port != eg::defaultPort(g.scheme)) out += ":" + std::to_string(g.port);

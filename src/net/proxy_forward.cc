@@ -59,19 +59,7 @@ void Connection::handleForward() {
 
 std::string Connection::forwardHead() const {
   const RequestHead& h = parser_.head();
-  std::set<std::string> listed;  // names the client's Connection header declares hop-by-hop
-  for (const Header& hd : h.headers) {
-    if (!iequals(hd.name, "connection")) continue;
-    std::string_view v = hd.value;
-    while (!v.empty()) {
-      size_t comma = v.find(',');
-      std::string_view item = v.substr(0, comma);
-      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-      if (!item.empty()) listed.insert(lowered(item));
-      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-    }
-  }
+  const std::set<std::string> listed = connectionListed(h.headers);  // hop-by-hop for this request
   std::string out = h.method + " " + dest_->origin_form + " HTTP/1." + std::to_string(h.minor_version) + "\r\n";
   // The Host sent is the canonical destination, never the client's spelling of it.
   out += "Host: " + eg::authorityText(dest_->host);
