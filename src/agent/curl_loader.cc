@@ -67,7 +67,7 @@ CURLcode curl_global_init(long flags) { return curl().ok ? curl().global_init(fl
 CURL* curl_easy_init() { return curl().ok ? curl().easy_init() : nullptr; }
 CURLcode curl_easy_setopt(CURL* e, CURLoption option, ...) {
   va_list ap;
-  va_start(ap, option);
+  va_start(ap, option);  // NOLINT(clang-diagnostic-varargs): curl.h fixes this signature; libcurl does the same
   void* arg = va_arg(ap, void*);
   va_end(ap);
   return curl().ok ? curl().easy_setopt(e, option, arg) : CURLE_FAILED_INIT;
@@ -75,7 +75,7 @@ CURLcode curl_easy_setopt(CURL* e, CURLoption option, ...) {
 CURLcode curl_easy_perform(CURL* e) { return curl().ok ? curl().easy_perform(e) : CURLE_FAILED_INIT; }
 CURLcode curl_easy_getinfo(CURL* e, CURLINFO info, ...) {
   va_list ap;
-  va_start(ap, info);
+  va_start(ap, info);  // NOLINT(clang-diagnostic-varargs): curl.h fixes this signature; libcurl does the same
   void* arg = va_arg(ap, void*);
   va_end(ap);
   return curl().ok ? curl().easy_getinfo(e, info, arg) : CURLE_FAILED_INIT;

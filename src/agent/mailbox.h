@@ -14,7 +14,7 @@
 
 namespace corral::agent {
 
-inline constexpr size_t kMaxMailBodyBytes = 64 * 1024;
+inline constexpr size_t kMaxMailBodyBytes = size_t{64} * 1024;
 inline constexpr size_t kMaxMailPerRead = 16;
 inline constexpr uint32_t kMaxMailSentPerRun = 64;
 

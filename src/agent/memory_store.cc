@@ -61,9 +61,9 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
       return Error(Errc::kRefused,
                    "memory store .corral/mem/.git is not a real directory (a gitdir file or symlink pointing elsewhere): refusing");
     *has_git = true;
-    UniqueFd git(::openat(mem.get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!git.valid()) return sysError("memory store .corral/mem/.git");
-    UniqueFd config(::openat(git.get(), "config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd git_dir(::openat(mem.get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!git_dir.valid()) return sysError("memory store .corral/mem/.git");
+    UniqueFd config(::openat(git_dir.get(), "config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (config.valid()) {
       if (::fstat(config.get(), &st) != 0 || !S_ISREG(st.st_mode))
         return Error(Errc::kRefused, "memory store .corral/mem/.git/config is not a regular file: refusing");
@@ -91,9 +91,9 @@ Result<std::string> git(const std::string& binary, const std::string& mem_path, 
   env.push_back("GIT_DIR=" + mem_path + "/.git");
   env.push_back("GIT_WORK_TREE=" + mem_path);
   env.push_back("GIT_CEILING_DIRECTORIES=" + mem_path);
-  env.push_back("HOME=/nonexistent");
-  env.push_back("PATH=/usr/bin:/bin");
-  env.push_back("LANG=C");
+  env.emplace_back("HOME=/nonexistent");
+  env.emplace_back("PATH=/usr/bin:/bin");
+  env.emplace_back("LANG=C");
   for (const char* k : {"GIT_AUTHOR_NAME=corral", "GIT_AUTHOR_EMAIL=corral@localhost", "GIT_COMMITTER_NAME=corral",
                         "GIT_COMMITTER_EMAIL=corral@localhost"})
     env.emplace_back(k);
@@ -103,6 +103,7 @@ Result<std::string> git(const std::string& binary, const std::string& mem_path, 
   for (size_t i = 1; i < d.argv.size(); ++i) argv.push_back(d.argv[i].data());
   argv.push_back(nullptr);
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
 

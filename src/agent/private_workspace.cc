@@ -57,7 +57,7 @@ Result<UniqueFd> makeParents(int root, const std::string& rel) {
     start = slash + 1;
     if (::mkdirat(dir.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return sysError(rel + ": mkdir");
     UniqueFd next(openBeneath(dir.get(), comp, O_PATH | O_DIRECTORY));
-    if (!next.valid()) return sysError(rel + ": " + comp);
+    if (!next.valid()) return sysError(std::string(rel).append(": ").append(comp));
     dir = std::move(next);
   }
   return dir;
@@ -106,7 +106,7 @@ Result<void> walk(int src_dir, int dst_root, const std::string& prefix, int dept
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     if (depth == 0 && name == ".corral") continue;  // the audit record is never an input
-    const std::string rel = prefix.empty() ? name : prefix + "/" + name;
+    const std::string rel = prefix.empty() ? name : std::string(prefix).append("/").append(name);
     struct stat st;
     if (::fstatat(src_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError(rel);
     if (S_ISDIR(st.st_mode)) {

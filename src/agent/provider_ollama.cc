@@ -38,7 +38,7 @@ Result<void> OllamaProvider::preflight() {
 Result<ModelReply> OllamaProvider::complete(const std::vector<Message>& conversation,
                                             const std::vector<ToolSpec>& tools) {
   HttpRequest req = request("/api/chat");
-  req.headers.push_back("Content-Type: application/json");
+  req.headers.emplace_back("Content-Type: application/json");
   req.body = wire::dumpJson(wire::ollamaRequest(config_.model, conversation, tools, config_.max_tokens));
   auto resp = httpSend(req);
   if (!resp.ok()) return resp.error().wrap("ollama");

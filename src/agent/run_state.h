@@ -69,7 +69,7 @@ struct RunContext {
 
   // Appends a trace entry; a failed append is fatal for the run (the record must be whole),
   // so callers propagate it.
-  Result<void> record(std::string_view type, nlohmann::json data) { return trace->append(type, data); }
+  Result<void> record(std::string_view type, const nlohmann::json& data) { return trace->append(type, data); }
   // With --trace-content full, keeps bytes as .corral/blobs/<sha256>; otherwise nothing.
   Result<void> keep(std::string_view bytes) {
     if (content == nullptr) return {};

@@ -27,7 +27,7 @@ inline constexpr int kRunFailed = 1;          // the model endpoint failed, or t
 inline constexpr int kRunIncomplete = 2;      // a budget ended the root task before finish
 inline constexpr int kRunRefused = 125;       // refused before the run started (bad manifest, ...)
 
-struct RunSummary {
+struct RunSummary {  // NOLINT(bugprone-exception-escape): false positive from the nlohmann::json member's special members
   int exit_code = kRunFailed;
   std::string run_id;
   std::string workspace;

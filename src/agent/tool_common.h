@@ -27,7 +27,7 @@ std::string traceable(std::string_view s, size_t max = 256);
 nlohmann::json traceBase(const TaskState& task, const ToolCall& call, std::string_view decision);
 
 // A refusal: traced (decision "refuse", rule, reason) and returned to the model.
-Result<ToolResult> refuse(RunContext& run, TaskState& task, const ToolCall& call, std::string_view rule,
+Result<ToolResult> refuse(RunContext& run, const TaskState& task, const ToolCall& call, std::string_view rule,
                           std::string reason, nlohmann::json trace_args = nlohmann::json::object());
 
 using Handler = Result<ToolResult> (*)(RunContext&, TaskState&, const ToolCall&, const nlohmann::json&);

@@ -36,6 +36,7 @@ std::string_view pathRule(const Error& e) {
 
 }  // namespace
 
+// cppcheck-suppress constParameter ; the signature is tools::Handler's (tool_common.h)
 Result<ToolResult> read(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
   if (auto f = onlyFields(args, {"path"}); !f.ok()) return refuse(run, task, call, "arguments", f.error().message());
   auto path = checkedPath(args);
@@ -59,6 +60,7 @@ Result<ToolResult> read(RunContext& run, TaskState& task, const ToolCall& call, 
   return ToolResult{modelText({{"ok", true}, {"path", *path}, {"content", *content}}), false};
 }
 
+// cppcheck-suppress constParameter ; the signature is tools::Handler's (tool_common.h)
 Result<ToolResult> write(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
   if (auto f = onlyFields(args, {"path", "content"}); !f.ok())
     return refuse(run, task, call, "arguments", f.error().message());

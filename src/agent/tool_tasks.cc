@@ -25,6 +25,7 @@ Result<ToolResult> mailboxSend(RunContext& run, TaskState& task, const ToolCall&
   return ToolResult{modelText({{"ok", true}, {"id", *id}}), false};
 }
 
+// cppcheck-suppress constParameter ; the signature is tools::Handler's (tool_common.h)
 Result<ToolResult> mailboxRead(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
   if (auto f = onlyFields(args, {}); !f.ok()) return refuse(run, task, call, "arguments", f.error().message());
   auto messages = run.mailbox->receive();
@@ -47,7 +48,7 @@ Result<ToolResult> mailboxRead(RunContext& run, TaskState& task, const ToolCall&
 
 Result<ToolResult> spawn(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
   if (auto f = onlyFields(args, {"task", "scope"}); !f.ok()) return refuse(run, task, call, "arguments", f.error().message());
-  auto text = stringArg(args, "task", 64 * 1024);
+  auto text = stringArg(args, "task", size_t{64} * 1024);
   if (!text.ok()) return refuse(run, task, call, "arguments", text.error().message());
   json scope = json::object();
   if (auto it = args.find("scope"); it != args.end()) {

@@ -48,9 +48,9 @@ json traceBase(const TaskState& task, const ToolCall& call, std::string_view dec
               {"args_sha256", audit::sha256Hex(call.arguments_json)}};
 }
 
-Result<ToolResult> refuse(RunContext& run, TaskState& task, const ToolCall& call, std::string_view rule,
+Result<ToolResult> refuse(RunContext& run, const TaskState& task, const ToolCall& call, std::string_view rule,
                           std::string reason, json trace_args) {
-  if (reason.size() > 512) reason = reason.substr(0, 509) + "...";
+  if (reason.size() > 512) reason.replace(509, std::string::npos, "...");
   ++run.counters.refusals;
   json entry = traceBase(task, call, "refuse");
   entry["rule"] = rule;
@@ -108,7 +108,7 @@ std::vector<ToolSpec> toolSpecs() {
   };
 }
 
-Result<ToolResult> refuseToolCall(RunContext& run, TaskState& task, const ToolCall& call, std::string_view rule,
+Result<ToolResult> refuseToolCall(RunContext& run, const TaskState& task, const ToolCall& call, std::string_view rule,
                                   std::string_view reason) {
   return tools::refuse(run, task, call, rule, std::string(reason));
 }

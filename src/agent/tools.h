@@ -16,7 +16,7 @@ namespace corral::agent {
 
 inline constexpr size_t kMaxToolArgumentsBytes = size_t{1} << 20;  // 1 MiB of JSON per call
 inline constexpr size_t kMaxToolCallsPerReply = 16;
-inline constexpr size_t kMaxSummaryBytes = 16 * 1024;
+inline constexpr size_t kMaxSummaryBytes = size_t{16} * 1024;
 
 std::vector<ToolSpec> toolSpecs();
 
@@ -31,7 +31,7 @@ Result<ToolResult> handleToolCall(RunContext& run, TaskState& task, const ToolCa
 
 // The refusal a model sees and the trace records, shared by the loop for calls it never
 // dispatches (more than kMaxToolCallsPerReply in one reply).
-Result<ToolResult> refuseToolCall(RunContext& run, TaskState& task, const ToolCall& call, std::string_view rule,
+Result<ToolResult> refuseToolCall(RunContext& run, const TaskState& task, const ToolCall& call, std::string_view rule,
                                   std::string_view reason);
 
 }  // namespace corral::agent

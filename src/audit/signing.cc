@@ -145,9 +145,9 @@ Result<std::optional<Secret>> loadSigningKeyPem(const std::string& key_file, con
     return std::optional<Secret>(Secret(env));
   }
   char key_real[PATH_MAX];
-  char ws_real[PATH_MAX];
   if (::realpath(key_file.c_str(), key_real) == nullptr) return sysError("--signing-key " + key_file);
   if (!workspace.empty()) {
+    char ws_real[PATH_MAX];
     if (::realpath(workspace.c_str(), ws_real) == nullptr) return sysError("workspace " + workspace);
     std::string k(key_real), w(ws_real);
     if (k == w || (k.size() > w.size() && k.compare(0, w.size(), w) == 0 && (w == "/" || k[w.size()] == '/')))

@@ -88,4 +88,4 @@ class [[nodiscard]] Result<void> {
   auto CORRAL_CONCAT(corral_a_, __LINE__) = (expr);                           \
   if (!CORRAL_CONCAT(corral_a_, __LINE__).ok())                               \
     return CORRAL_CONCAT(corral_a_, __LINE__).error();                        \
-  decl = std::move(CORRAL_CONCAT(corral_a_, __LINE__)).value()
+  decl = std::move(CORRAL_CONCAT(corral_a_, __LINE__)).value()  // NOLINT(bugprone-macro-parentheses): decl is a declaration

@@ -75,13 +75,14 @@ Result<std::vector<std::string>> scriptArgs(int argc, char** argv) {
     ASSIGN_OR_RETURN(build, ownBuildDir());
   }
   out.insert(out.begin(), {"--build", build});
-  if (run) out.push_back("--run");
+  if (run) out.emplace_back("--run");
   return out;
 }
 
 // posix_spawnp, then wait: the script's status as corral's (128+N for a signal).
 Result<int> spawnAndWait(const std::vector<std::string>& args) {
   std::vector<char*> cargv;
+  cargv.reserve(args.size() + 1);
   for (const std::string& a : args) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   pid_t pid = 0;

@@ -14,13 +14,13 @@ namespace corral::net {
 
 struct ChunkedLimits {
   size_t max_size_line = 4096;  // chunk-size plus extensions, without the CRLF
-  size_t max_trailer_block = 32 * 1024;
+  size_t max_trailer_block = size_t{32} * 1024;
   size_t max_trailers = 100;
 };
 
 class ChunkedDecoder {
  public:
-  explicit ChunkedDecoder(ChunkedLimits limits = {}) : limits_(limits) {}
+  explicit ChunkedDecoder(const ChunkedLimits& limits = {}) : limits_(limits) {}
   enum class Status : uint8_t { kNeedMore, kDone, kError };
   // Reads a prefix of data; *consumed is how many bytes of it belong to the body (forward
   // those verbatim). After kDone any bytes past *consumed are not part of this body.

@@ -13,8 +13,8 @@
 namespace corral::net {
 
 struct HttpLimits {
-  size_t max_request_line = 8 * 1024;   // bytes, without the CRLF
-  size_t max_header_block = 32 * 1024;  // every header line with its CRLF, plus the final CRLF
+  size_t max_request_line = size_t{8} * 1024;   // bytes, without the CRLF
+  size_t max_header_block = size_t{32} * 1024;  // every header line with its CRLF, plus the final CRLF
   size_t max_headers = 100;
 };
 
@@ -47,7 +47,7 @@ struct HeadError {
 // end of the head), and reports completion with the parsed head.
 class RequestHeadParser {
  public:
-  explicit RequestHeadParser(HttpLimits limits = {}) : limits_(limits) {}
+  explicit RequestHeadParser(const HttpLimits& limits = {}) : limits_(limits) {}
   enum class Status : uint8_t { kNeedMore, kDone, kError };
   Status feed(std::string_view buffered);
   const RequestHead& head() const { return head_; }    // after kDone

@@ -17,7 +17,7 @@ namespace {
 
 namespace eg = policy::egress;
 using Clock = std::chrono::steady_clock;
-constexpr size_t kBuffer = 64 * 1024;
+constexpr size_t kBuffer = size_t{64} * 1024;
 
 Result<void> waitFd(int fd, short events, std::chrono::milliseconds timeout, std::string_view what) {
   auto deadline = Clock::now() + timeout;

@@ -32,14 +32,14 @@ void LeaseWorkers::loop() {
 }
 
 void LeaseWorkers::stop() {
-  std::vector<std::thread> threads;
+  std::vector<std::thread> joining;
   {
     std::lock_guard<std::mutex> l(mu_);
     stopping_ = true;
-    threads.swap(threads_);
+    joining.swap(threads_);
   }
   cv_.notify_all();
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : joining) t.join();
 }
 
 size_t LeaseWorkers::threads() {

@@ -98,7 +98,7 @@ void Connection::checkClientHello() {
   });
 }
 
-void Connection::refuseInTunnel(std::string rule, std::string reason) {
+void Connection::refuseInTunnel(const std::string& rule, const std::string& reason) {
   if (finished_ || responded_) return;
   responded_ = true;
   ev_.decision = "refuse";

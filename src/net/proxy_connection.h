@@ -84,7 +84,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void handleConnect();
   void readClientHello();
   void checkClientHello();
-  void refuseInTunnel(std::string rule, std::string reason);
+  void refuseInTunnel(const std::string& rule, const std::string& reason);
   // proxy_lease.cc: broker mode, and placeholder mode on forward requests
   bool leaseTarget(std::string* name, std::string* rest) const;
   void handleLease(const std::string& name, const std::string& rest);
@@ -156,7 +156,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   friend struct ProxyServer::Impl;
 };
 
-inline constexpr size_t kRelayBuffer = 64 * 1024;
+inline constexpr size_t kRelayBuffer = size_t{64} * 1024;
 std::string requestedText(std::string_view authority);  // ConnectionEvent::requested
 std::string refusalResponse(const Refusal& r);
 int statusForRule(policy::egress::Rule rule);

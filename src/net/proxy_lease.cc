@@ -210,7 +210,6 @@ void Connection::noteSuspect(const Suspect& s) {
 }
 
 void Connection::onRewrittenRead(boost::system::error_code ec, size_t n) {
-  LeaseBroker& broker = *policy_->leases;
   touch();
   out_buf_.clear();
   ResponseRewriter::Status st;
@@ -225,6 +224,7 @@ void Connection::onRewrittenRead(boost::system::error_code ec, size_t n) {
     }
     st = rewriter_->finishAtEof(out_buf_);
   } else {
+    LeaseBroker& broker = *policy_->leases;
     for (const std::string& l : ph_used_) {
       if (auto over = broker.chargeBytes(l, n)) {
         lease_refused_ = *over;

@@ -14,7 +14,7 @@ namespace corral::net {
 namespace {
 
 void receiveFds(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* chan,
-                std::shared_ptr<const ClientPolicy> policy);
+                const std::shared_ptr<const ClientPolicy>& policy);
 
 // One recvmsg: a 1-byte payload with one fd. Returns false at EOF or on a hard error.
 bool receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* chan,
@@ -68,7 +68,7 @@ bool receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* c
 }
 
 void receiveFds(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* chan,
-                std::shared_ptr<const ClientPolicy> policy) {
+                const std::shared_ptr<const ClientPolicy>& policy) {
   chan->async_wait(asio::socket_base::wait_read, [impl, chan, policy](boost::system::error_code ec) {
     if (ec || impl->stopping) return;
     if (!receiveOne(impl, chan, policy)) {
@@ -80,7 +80,7 @@ void receiveFds(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* c
   });
 }
 
-void acceptLoop(ProxyServer::Impl* impl, asio::ip::tcp::acceptor* acceptor, std::shared_ptr<const ClientPolicy> policy) {
+void acceptLoop(ProxyServer::Impl* impl, asio::ip::tcp::acceptor* acceptor, const std::shared_ptr<const ClientPolicy>& policy) {
   auto socket = std::make_shared<ClientSocket>(impl->io);
   acceptor->async_accept(*socket, [impl, acceptor, policy, socket](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || impl->stopping) return;

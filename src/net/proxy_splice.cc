@@ -10,10 +10,9 @@
 namespace corral::net {
 namespace {
 
-constexpr size_t kSpliceChunk = 1024 * 1024;
 constexpr int kPipeSize = 1024 * 1024;
 // Bytes one pump moves before it yields the io thread to other connections.
-constexpr uint64_t kSliceBytes = 4 * 1024 * 1024;
+constexpr uint64_t kSliceBytes = uint64_t{4} * 1024 * 1024;
 
 std::unique_ptr<SplicePipe> makePipe() {
   int fds[2];

@@ -58,7 +58,7 @@ void Connection::resolveAndDial(std::function<void()> connected) {
   // One lookup, every address family; the answer is vetted as a whole below.
   resolver_.async_resolve(host, "", asio::ip::resolver_base::numeric_service,
                           [self = shared_from_this(), connected = std::move(connected)](
-                              boost::system::error_code ec, asio::ip::tcp::resolver::results_type results) mutable {
+                              boost::system::error_code ec, const asio::ip::tcp::resolver::results_type& results) mutable {
                             if (self->finished_ || ec == asio::error::operation_aborted) return;
                             std::vector<eg::IpAddress> answer;
                             if (!ec)

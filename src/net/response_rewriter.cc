@@ -35,7 +35,7 @@ int hexValue(char c) {
 }
 
 constexpr size_t kMaxChunkLine = 4096;
-constexpr size_t kMaxTrailers = 32 * 1024;
+constexpr size_t kMaxTrailers = size_t{32} * 1024;
 
 }  // namespace
 
@@ -108,13 +108,13 @@ ResponseRewriter::Status ResponseRewriter::parseHead(std::string& out, std::stri
     if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1." || status_line[8] != ' ' ||
         (status_line.size() > 12 && status_line[12] != ' '))
       return fail("lease-response-malformed", "the upstream sent no HTTP/1.x status line");
-    int status = 0;
+    int code = 0;
     for (size_t i = 9; i < 12; ++i) {
       if (status_line[i] < '0' || status_line[i] > '9')
         return fail("lease-response-malformed", "the upstream's status code is not three digits");
-      status = status * 10 + (status_line[i] - '0');
+      code = code * 10 + (status_line[i] - '0');
     }
-    if (status < 100) return fail("lease-response-malformed", "the upstream's status code is below 100");
+    if (code < 100) return fail("lease-response-malformed", "the upstream's status code is below 100");
     std::string_view reason = status_line.size() > 13 ? status_line.substr(13) : std::string_view();
     std::vector<Header> headers;
     std::string_view lines = eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2);
@@ -127,15 +127,15 @@ ResponseRewriter::Status ResponseRewriter::parseHead(std::string& out, std::stri
       headers.push_back(std::move(h));
     }
     std::string after = head_buf_.substr(end + 4);
-    if (status == 101) return fail("lease-response-malformed", "the upstream switched protocols, which leases do not carry");
-    if (status < 200) {  // interim (100 Continue, 103 Early Hints): dropped
+    if (code == 101) return fail("lease-response-malformed", "the upstream switched protocols, which leases do not carry");
+    if (code < 200) {  // interim (100 Continue, 103 Early Hints): dropped
       head_buf_ = std::move(after);
       continue;
     }
-    status_ = status;
+    status_ = code;
 
     // Framing of the upstream's body.
-    const bool no_body = options_.head_request || status == 204 || status == 304;
+    const bool no_body = options_.head_request || code == 204 || code == 304;
     std::set<std::string> listed;
     int te_count = 0, cl_count = 0;
     bool chunked = false;
@@ -171,7 +171,7 @@ ResponseRewriter::Status ResponseRewriter::parseHead(std::string& out, std::stri
 
     chunk_out_ = !no_body && options_.client_minor_version >= 1;
     std::string redacted_reason = patterns_->redactAll(reason, &head_redactions_);
-    out += "HTTP/1." + std::to_string(options_.client_minor_version >= 1 ? 1 : 0) + " " + std::to_string(status);
+    out += "HTTP/1." + std::to_string(options_.client_minor_version >= 1 ? 1 : 0) + " " + std::to_string(code);
     if (!redacted_reason.empty()) out += " " + redacted_reason;
     out += "\r\n";
     for (const Header& h : headers) {

@@ -16,7 +16,7 @@ namespace corral::net {
 struct RewriterOptions {
   bool head_request = false;     // HEAD: no body follows, whatever the head says
   int client_minor_version = 1;  // HTTP/1.1 clients get a chunked body; HTTP/1.0 a close-delimited one
-  size_t max_head = 64 * 1024;   // status line and headers
+  size_t max_head = size_t{64} * 1024;   // status line and headers
 };
 
 // Output framing: the upstream's Content-Length or chunking is removed and the redacted body

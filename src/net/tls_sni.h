@@ -9,7 +9,7 @@
 namespace corral::net {
 
 // A ClientHello larger than this (reassembled over records) is refused as malformed.
-inline constexpr size_t kMaxClientHello = 64 * 1024;
+inline constexpr size_t kMaxClientHello = size_t{64} * 1024;
 
 enum class SniStatus : unsigned char {
   kNeedMore,   // not enough bytes yet to decide

@@ -120,19 +120,19 @@ Result<TlsStream> TlsStream::connect(const TlsClientContext& ctx, const policy::
     std::memcpy(&sin6->sin6_addr, address.bytes.data(), 16);
     len = sizeof *sin6;
   }
-  UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.valid()) return sysError("tls: socket");
+  UniqueFd sock(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!sock.valid()) return sysError("tls: socket");
   std::string what = "tls: connect to " + host_for_verify + " port " + std::to_string(port);
   auto deadline = Clock::now() + ctx.options().connect_timeout;
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) {
     if (errno != EINPROGRESS) return sysError(what);
-    RETURN_IF_ERROR(waitFor(fd.get(), POLLOUT, deadline, what));
+    RETURN_IF_ERROR(waitFor(sock.get(), POLLOUT, deadline, what));
     int so_error = 0;
     socklen_t so_len = sizeof so_error;
-    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &so_len) != 0) return sysError(what);
+    if (::getsockopt(sock.get(), SOL_SOCKET, SO_ERROR, &so_error, &so_len) != 0) return sysError(what);
     if (so_error != 0) return sysError(what, so_error);
   }
-  return handshake(ctx, std::move(fd), host_for_verify);
+  return handshake(ctx, std::move(sock), host_for_verify);
 }
 
 Result<TlsStream> TlsStream::handshake(const TlsClientContext& ctx, UniqueFd connected,

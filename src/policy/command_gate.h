@@ -10,8 +10,8 @@
 namespace corral::policy {
 
 inline constexpr size_t kMaxArgs = 256;
-inline constexpr size_t kMaxArgBytes = 16 * 1024;     // one argument
-inline constexpr size_t kMaxArgvBytes = 128 * 1024;   // all of them
+inline constexpr size_t kMaxArgBytes = size_t{16} * 1024;    // one argument
+inline constexpr size_t kMaxArgvBytes = size_t{128} * 1024;  // all of them
 
 // What the gate decided. On allow, argv/env are exactly what the runner executes.
 struct CommandDecision {

@@ -58,7 +58,7 @@ std::vector<std::string> buildEnvironment(const std::vector<std::pair<std::strin
   for (const auto& [k, v] : extra) merged[k] = v;
   std::vector<std::string> out;
   out.reserve(merged.size());
-  for (const auto& [k, v] : merged) out.push_back(k + "=" + v);
+  for (const auto& [k, v] : merged) out.push_back(std::string(k).append("=").append(v));
   return out;
 }
 

@@ -11,7 +11,7 @@
 namespace corral::policy {
 namespace {
 
-constexpr size_t kMaxConfigBytes = 1024 * 1024;
+constexpr size_t kMaxConfigBytes = size_t{1024} * 1024;
 
 // Keys git init, git clone and a user's identity write, none of which makes git run a
 // program or read another file. Everything else is refused: a denylist would have to track

@@ -179,6 +179,7 @@ Cgroup::~Cgroup() { destroy(); }
 void Cgroup::destroy() {
   if (dirs_.empty()) return;
   killAll();
+  // NOLINTNEXTLINE(modernize-loop-convert): std::views::reverse (libstdc++ 12) does not compile with clang 14
   for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) removeDir(it->path);
   dirs_.clear();
 }

@@ -7,7 +7,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <charconv>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <vector>
@@ -191,7 +192,9 @@ std::optional<ControllerSite> v2DelegatedParent(const Mount& m, const std::strin
                                                 const std::string& ctrl) {
   std::string dir = self_dir;
   while (dir.size() > m.point.size()) {
-    dir = dir.substr(0, dir.rfind('/'));
+    size_t slash = dir.rfind('/');
+    if (slash == std::string::npos) break;
+    dir.resize(slash);
     if (dir.size() < m.point.size()) break;
     if (!exists(dir + "/cgroup.type")) break;  // the real root: v2RootLayout's business
     if (listHas(dir + "/cgroup.subtree_control", ctrl) && canMkdirIn(dir) &&
@@ -235,8 +238,12 @@ ControllerSite pick(const std::vector<Mount>& mounts, const Mount* v2, const std
 bool kernelAtLeast(int major, int minor) {
   struct utsname u {};
   if (::uname(&u) != 0) return false;
+  // "6.1.0-13-amd64": major and minor, each checked for overflow.
   int a = 0, b = 0;
-  if (std::sscanf(u.release, "%d.%d", &a, &b) != 2) return false;
+  const char* end = u.release + std::strlen(u.release);
+  auto major_end = std::from_chars(u.release, end, a);
+  if (major_end.ec != std::errc() || major_end.ptr == end || *major_end.ptr != '.') return false;
+  if (std::from_chars(major_end.ptr + 1, end, b).ec != std::errc()) return false;
   return a > major || (a == major && b >= minor);
 }
 

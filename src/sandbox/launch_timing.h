@@ -14,7 +14,7 @@ namespace corral::sandbox::timing {
 
 class Timing {
  public:
-  void mark(const char* phase) { marks_.push_back({phase, std::chrono::steady_clock::now()}); }
+  void mark(const char* phase) { marks_.emplace_back(phase, std::chrono::steady_clock::now()); }
   void print() const;
 
  private:

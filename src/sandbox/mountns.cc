@@ -103,6 +103,7 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
     etc.push_back({std::string("etc/") + e.path, e.dir, b.clone(host, kRo, "clone /etc entry")});
   }
   std::vector<Bound> devs;
+  devs.reserve(kDevices.size());
   for (const char* d : kDevices)
     devs.push_back({std::string("dev/") + d, false,
                     b.clone(std::string("/dev/") + d, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "clone device node")});
