@@ -110,7 +110,9 @@ void printText(const audit::VerifyReport& r) {
   switch (r.signature) {
     case audit::SignatureStatus::kAbsent: sig = "unsigned"; break;
     case audit::SignatureStatus::kNotChecked:
-      sig = "signed by key " + r.public_key_spki_sha256 + ", not checked (no --public-key)";
+      // Anyone can paste a signature block in: say plainly that nothing vouches for it.
+      sig = "signature present but NOT checked (it names key " + r.public_key_spki_sha256 +
+            "; pass --public-key to check it)";
       break;
     case audit::SignatureStatus::kValid: sig = "signature valid, key " + r.public_key_spki_sha256; break;
   }

@@ -3,6 +3,7 @@
 #include "net/lease_spec.h"
 
 #include <array>
+#include <cctype>
 #include <optional>
 #include <vector>
 
@@ -193,6 +194,36 @@ std::string credentialText(const LeaseSpec& spec) {
   out += ";rate=" + std::to_string(spec.limits.rate_per_second);
   out += ";burst=" + std::to_string(spec.limits.burst);
   return out;
+}
+
+Result<void> checkLeasePath(std::string_view origin_form) {
+  std::string_view path = origin_form.substr(0, origin_form.find('?'));
+  auto refuse = [](const char* why) { return Error(Errc::kRefused, std::string("lease path ") + why); };
+  if (path.substr(0, 2) == "//") return refuse("starts with '//', which some servers read as another host");
+  // Percent-decoding only the bytes that matter here: '.' and '\\'.
+  std::string decoded;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && path.size() - i >= 3) {
+      std::string hex(path.substr(i + 1, 2));
+      for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (hex == "2e" || hex == "5c") {
+        decoded += hex == "2e" ? '.' : '\\';
+        i += 2;
+        continue;
+      }
+    }
+    decoded += path[i];
+  }
+  if (decoded.find('\\') != std::string::npos) return refuse("holds a backslash, which some servers read as '/'");
+  size_t start = 0;
+  while (start <= decoded.size()) {
+    size_t end = decoded.find('/', start);
+    if (end == std::string::npos) end = decoded.size();
+    std::string_view seg = std::string_view(decoded).substr(start, end - start);
+    if (seg == "." || seg == "..") return refuse("holds a '.' or '..' segment");
+    start = end + 1;
+  }
+  return {};
 }
 
 }  // namespace corral::net

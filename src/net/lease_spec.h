@@ -60,4 +60,11 @@ Result<policy::egress::Grant> parseLeaseUrl(std::string_view url);
 Result<void> checkHeaderName(std::string_view header);
 Result<void> checkFormat(std::string_view format);
 
+// The origin-form a lease request sends upstream ("/rest?query", from /lease/NAME/rest?query)
+// must name a path on the lease's own origin: refused (kRefused, the reason names the rule,
+// never the path) when it starts with "//" (read as an authority by some servers and
+// redirectors), holds a "." or ".." segment (also as %2e), or a backslash (also %5c), which
+// some servers treat as "/". The credential is attached to whatever this path reaches.
+Result<void> checkLeasePath(std::string_view origin_form);
+
 }  // namespace corral::net

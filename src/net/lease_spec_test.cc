@@ -123,3 +123,27 @@ TEST(LeaseSpec, NameLengthBoundary) {
 
 }  // namespace
 }  // namespace corral::net
+
+namespace corral::net {
+namespace {
+
+// The credential is attached to whatever the lease path reaches on the upstream, so the path
+// may not climb out of the origin's tree or be read as another authority.
+TEST(LeasePath, EscapesOfTheOriginAreRefused) {
+  for (const char* p : {"//evil.example/x", "//", "/../x", "/a/../../x", "/a/..", "/.", "/a/./b", "/%2e%2e/x",
+                        "/%2E%2e/x", "/a/%2e/b", "/.%2e/x", "/a\\b", "/%5c%5cevil.example/x", "/%5Cx", "//x?a=1"}) {
+    auto r = checkLeasePath(p);
+    ASSERT_FALSE(r.ok()) << p;
+    EXPECT_EQ(r.error().code(), static_cast<int>(Errc::kRefused)) << p;
+    EXPECT_EQ(r.error().message().find("evil"), std::string::npos) << "the reason never echoes the path";
+  }
+}
+
+TEST(LeasePath, ControlOrdinaryPathsPass) {
+  for (const char* p : {"/", "/v1/repos", "/a/b.c/d", "/..a/b", "/a../b", "/a/...", "/x?q=../..", "/x?next=//evil",
+                        "/a%2fb", "/%2e%2ex", "/repos/o/r/contents/.github"})
+    EXPECT_TRUE(checkLeasePath(p).ok()) << p;
+}
+
+}  // namespace
+}  // namespace corral::net

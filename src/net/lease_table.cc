@@ -135,7 +135,8 @@ std::vector<RedactTarget> LeaseTable::redactTargets() const {
 
 std::vector<PlaceholderRule> LeaseTable::placeholderRules() const {
   std::vector<PlaceholderRule> out;
-  for (const Lease& l : leases_) out.push_back({l.name(), l.placeholder(), l.grant(), &l.secret()});
+  for (const Lease& l : leases_)
+    out.push_back({l.name(), l.placeholder(), l.grant(), &l.secret(), l.spec().header, l.spec().format});
   return out;
 }
 

@@ -1,16 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Placeholder mode: header-only substitution toward the lease's own destination.
+// Placeholder mode: substitution in the lease's own header and format, toward its own destination.
 #include "net/placeholder.h"
 
 #include <algorithm>
 
 namespace corral::net {
 namespace {
-
-void wipe(std::string& s) {
-  volatile char* p = s.data();
-  for (size_t i = 0; i < s.size(); ++i) p[i] = 0;
-}
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -25,18 +20,20 @@ bool containsIgnoreCase(std::string_view hay, std::string_view needle) {
   return lowered(hay).find(lowered(needle)) != std::string::npos;
 }
 
-// Every exact occurrence of from replaced by to.
-std::string replaceAll(std::string_view text, std::string_view from, std::string_view to) {
-  std::string out;
-  size_t pos = 0;
-  while (true) {
-    size_t hit = text.find(from, pos);
-    if (hit == std::string_view::npos) break;
-    out.append(text.substr(pos, hit - pos));
-    out.append(to);
-    pos = hit + from.size();
-  }
-  out.append(text.substr(pos));
+bool iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+// The format with its one "{}" replaced by value (a format without one yields itself).
+std::string formatted(std::string_view format, std::string_view value) {
+  size_t at = format.find("{}");
+  if (at == std::string_view::npos) return std::string(format);
+  std::string out(format.substr(0, at));
+  out.append(value);
+  out.append(format.substr(at + 2));
   return out;
 }
 
@@ -50,6 +47,7 @@ std::string_view suspectPlaceName(SuspectPlace place) {
   switch (place) {
     case SuspectPlace::kHeaderOtherDestination: return "header-other-destination";
     case SuspectPlace::kHeaderOtherSpelling: return "header-other-spelling";
+    case SuspectPlace::kHeaderUndeclared: return "header-undeclared";
     case SuspectPlace::kHeaderName: return "header-name";
     case SuspectPlace::kTarget: return "target";
     case SuspectPlace::kBody: return "body";
@@ -61,34 +59,41 @@ bool destinationIs(const policy::egress::Grant& grant, const RequestDestination&
   return !grant.wildcard && grant.scheme == dest.scheme && grant.host == dest.host && grant.port == dest.port;
 }
 
+bool isLeaseDestination(std::span<const PlaceholderRule> rules, const RequestDestination& dest) {
+  return std::any_of(rules.begin(), rules.end(), [&](const PlaceholderRule& r) { return destinationIs(r.grant, dest); });
+}
+
 PlaceholderResult substitutePlaceholders(std::span<const PlaceholderRule> rules, const RequestDestination& dest,
                                          std::string_view target, std::span<const HeaderField> headers) {
   PlaceholderResult result;
   std::vector<bool> used(rules.size(), false);
   for (size_t h = 0; h < headers.size(); ++h) {
     const HeaderField& field = headers[h];
-    std::string value = field.value;
-    bool changed = false;
     for (size_t r = 0; r < rules.size(); ++r) {
       const PlaceholderRule& rule = rules[r];
       if (containsIgnoreCase(field.name, rule.placeholder))
         addSuspect(result.suspects, {rule.lease, SuspectPlace::kHeaderName, field.name});
-      if (!containsIgnoreCase(value, rule.placeholder)) continue;
-      bool ours = rule.secret != nullptr && destinationIs(rule.grant, dest);
-      if (ours && value.find(rule.placeholder) != std::string::npos) {
-        // The only place a secret enters a request in placeholder mode.
-        std::string next = replaceAll(value, rule.placeholder, rule.secret->revealForInjection());
-        wipe(value);  // the previous value may hold another lease's secret already
-        value = std::move(next);
-        changed = true;
-        used[r] = true;
+      if (!containsIgnoreCase(field.value, rule.placeholder)) continue;
+      const bool own_destination = destinationIs(rule.grant, dest);
+      const bool own_header = iequal(field.name, rule.header);
+      const std::string expected = formatted(rule.format, rule.placeholder);
+      if (own_destination && own_header && rule.secret != nullptr && field.value == expected) {
+        // The only place a secret enters a request in placeholder mode. One header holds
+        // one lease's value, so the first match decides it.
+        if (std::none_of(result.substituted.begin(), result.substituted.end(),
+                         [h](const SubstitutedHeader& s) { return s.index == h; })) {
+          result.substituted.push_back({h, Secret(formatted(rule.format, rule.secret->revealForInjection()))});
+          used[r] = true;
+        }
+        continue;
       }
-      // What is left (another spelling, or any spelling toward another destination) is
-      // passed through untouched and reported.
-      if (containsIgnoreCase(value, rule.placeholder))
-        addSuspect(result.suspects, {rule.lease, ours ? SuspectPlace::kHeaderOtherSpelling : SuspectPlace::kHeaderOtherDestination, field.name});
+      // Passed through untouched and reported: another destination, another header or
+      // value shape, or another spelling of the placeholder.
+      SuspectPlace place = SuspectPlace::kHeaderOtherDestination;
+      if (own_destination)
+        place = own_header && iequal(field.value, expected) ? SuspectPlace::kHeaderOtherSpelling : SuspectPlace::kHeaderUndeclared;
+      addSuspect(result.suspects, {rule.lease, place, field.name});
     }
-    if (changed) result.substituted.push_back({h, Secret(std::move(value))});
   }
   for (size_t r = 0; r < rules.size(); ++r) {
     if (used[r]) result.leases_used.push_back(rules[r].lease);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Placeholder mode: swap a lease's placeholder for its secret in request headers, only toward
-// the lease's own scheme, host and port; everywhere else, report it as a probable exfiltration.
+// Placeholder mode: swap a lease's placeholder for its secret in the lease's own header, in its
+// declared format, only toward the lease's own scheme, host and port; everywhere else, report
+// it as a probable exfiltration.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,11 @@ struct PlaceholderRule {
   std::string placeholder;         // what the sandbox holds
   policy::egress::Grant grant;     // the only destination it is swapped toward
   const Secret* secret = nullptr;  // what replaces it there; must outlive the rule
+  // The one header, and the one value shape, the swap happens in (the lease's header and
+  // format). Anywhere else the sandbox could choose a header the upstream stores and shows
+  // back later (a note, a User-Agent in a session list), and read the secret from it.
+  std::string header = "Authorization";
+  std::string format = "Bearer {}";  // exactly one "{}"
 };
 
 struct RequestDestination {
@@ -37,7 +43,8 @@ struct HeaderField {
 // Where a placeholder was seen but not swapped.
 enum class SuspectPlace : uint8_t {
   kHeaderOtherDestination,  // a header value toward a destination that is not the lease's
-  kHeaderOtherSpelling,     // toward its own destination, but not in its exact spelling
+  kHeaderOtherSpelling,     // in the lease's header toward its destination, but case changed
+  kHeaderUndeclared,        // toward its destination, but in another header or another format
   kHeaderName,              // inside a header name (never swapped)
   kTarget,                  // the request target (URL, query)
   kBody,                    // the request body (found by PlaceholderDetector)
@@ -64,10 +71,14 @@ struct PlaceholderResult {
 
 // True when dest is exactly the grant's scheme, host and port (a wildcard grant never is).
 bool destinationIs(const policy::egress::Grant& grant, const RequestDestination& dest);
+// True when dest is some rule's destination: every response from it is redacted, whether or
+// not this request swapped anything (an earlier one may have left the secret there).
+bool isLeaseDestination(std::span<const PlaceholderRule> rules, const RequestDestination& dest);
 
 // Placeholders are matched case-insensitively when reporting suspects (uppercasing does not
-// hide one) but swapped only in their exact spelling, in header values, toward their own
-// destination. The header list itself is not modified.
+// hide one) but swapped only where a header named rule.header (any case) has exactly the value
+// rule.format with the placeholder for "{}", toward the rule's own destination; the value sent
+// is the format with the secret. The header list itself is not modified.
 PlaceholderResult substitutePlaceholders(std::span<const PlaceholderRule> rules, const RequestDestination& dest,
                                          std::string_view target, std::span<const HeaderField> headers);
 

@@ -65,13 +65,13 @@ std::string Connection::forwardHead() const {
   out += "Host: " + eg::authorityText(dest_->host);
   if (dest_->port != 80) out += ":" + std::to_string(dest_->port);
   out += "\r\n";
-  // A swapped placeholder means the response must be redacted: bytes it can read.
-  const bool swapped = !substituted_.empty();
+  // A response that will be redacted (placeholder mode) must come as bytes it can read.
+  const bool redacting = rewriter_ != nullptr;
   for (size_t i = 0; i < h.headers.size(); ++i) {
     const Header& hd = h.headers[i];
     std::string lname = lowered(hd.name);
     if (alwaysDropped(lname)) continue;
-    if (swapped && lname == "accept-encoding") continue;
+    if (redacting && lname == "accept-encoding") continue;
     // Invariant: framing headers always reach the upstream as parsed. `Connection:
     // content-length` must not make the upstream see a body as the next request.
     const bool framing = lname == "content-length" || lname == "transfer-encoding";
@@ -83,7 +83,7 @@ std::string Connection::forwardHead() const {
     out += value;
     out += "\r\n";
   }
-  if (swapped) out += "Accept-Encoding: identity\r\n";
+  if (redacting) out += "Accept-Encoding: identity\r\n";
   out += "Connection: close\r\n\r\n";
   return out;
 }

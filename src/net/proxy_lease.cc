@@ -10,6 +10,7 @@
 
 #include "audit/sha256.h"
 #include "base/log.h"
+#include "net/lease_spec.h"
 #include "net/proxy_connection.h"
 
 namespace corral::net {
@@ -89,6 +90,11 @@ void Connection::handleLease(const std::string& name, const std::string& rest) {
   const eg::Grant& g = lease->grant();
   lease_ev_->host = g.host.text;
   lease_ev_->port = g.port;
+  if (auto path_ok = checkLeasePath(rest); !path_ok.ok()) {
+    lease_ev_->refused = path_ok.error().message();
+    refuse({400, "lease-path-refused", "lease '" + ev_.lease + "': " + path_ok.error().message()});
+    return;
+  }
   if (auto why = broker.chargeRequest(name)) {
     lease_ev_->refused = *why;
     refuse({429, "lease-limit", *why});
@@ -171,7 +177,9 @@ bool Connection::applyPlaceholders() {
     }
   }
   substituted_ = std::move(r.substituted);
-  if (!ph_used_.empty()) {
+  // Every response from a lease's destination is redacted, not only those to a request that
+  // swapped: the sandbox could have the upstream store the secret and show it back later.
+  if (!ph_used_.empty() || isLeaseDestination(broker.placeholderRules(), rd)) {
     RewriterOptions ro;
     ro.head_request = h.method == "HEAD";
     ro.client_minor_version = h.minor_version;
@@ -294,11 +302,19 @@ void Connection::reportLeaseEvents() {
     emit(*lease_ev_);
     return;
   }
-  if (ph_used_.empty() && suspects_.empty()) return;
-  // Placeholder mode: one event per lease swapped or seen.
+  const bool redacted = rewriter_ && rewriter_->redactions() > 0;
+  if (ph_used_.empty() && suspects_.empty() && !redacted) return;
+  // Placeholder mode: one event per lease swapped or seen, and per lease whose destination
+  // sent back a secret that this request did not carry.
   std::vector<std::string> involved = ph_used_;
   for (const Suspect& s : suspects_)
     if (std::find(involved.begin(), involved.end(), s.lease) == involved.end()) involved.push_back(s.lease);
+  if (redacted && dest_) {
+    const RequestDestination rd{dest_->scheme, dest_->host, dest_->port};
+    for (const PlaceholderRule& r : policy_->leases->placeholderRules())
+      if (destinationIs(r.grant, rd) && std::find(involved.begin(), involved.end(), r.lease) == involved.end())
+        involved.push_back(r.lease);
+  }
   for (const std::string& l : involved) {
     const bool used = std::find(ph_used_.begin(), ph_used_.end(), l) != ph_used_.end();
     LeaseEvent le;
@@ -311,11 +327,10 @@ void Connection::reportLeaseEvents() {
       le.port = dest_->port;
       le.path_sha256 = audit::sha256Hex(dest_->origin_form);
     }
-    if (!used) le.rule = "lease-suspect";
-    if (used) {
-      le.refused = lease_refused_;
-      if (rewriter_) le.redactions = rewriter_->redactions();
-    }
+    const bool suspect = std::any_of(suspects_.begin(), suspects_.end(), [&](const Suspect& s) { return s.lease == l; });
+    if (!used) le.rule = suspect ? "lease-suspect" : "lease-echo-redacted";
+    if (used) le.refused = lease_refused_;
+    if (rewriter_) le.redactions = rewriter_->redactions();
     for (const Suspect& s : suspects_)
       if (s.lease == l) le.suspects.push_back({std::string(suspectPlaceName(s.place)), s.header});
     emit(le);

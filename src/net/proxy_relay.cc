@@ -35,7 +35,7 @@ void Connection::relayDown() {
   if (!down_buf_) down_buf_ = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
   upstream_.async_read_some(asio::buffer(down_buf_.get(), kRelayBuffer), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
     if (self->finished_ || self->responded_) return;
-    if (self->rewriter_) {  // placeholder mode swapped a secret: the response is redacted
+    if (self->rewriter_) {  // placeholder mode, a lease destination: the response is redacted
       self->onRewrittenRead(ec, n);
       return;
     }

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -49,6 +50,7 @@ void stamp(const Context& ctx, Milestone m) {
 
 // Command side: from the fork to execve. Failures go straight to the parent.
 [[noreturn]] void execCommand(const Context& ctx) {
+  stamp(ctx, kMsForked);  // here, not in init: init sleeps until the exec (spawnCommand)
   sigset_t none;
   sigemptyset(&none);
   // Handlers reset on exec, but ignored signals and the mask would be inherited.
@@ -81,6 +83,25 @@ void stamp(const Context& ctx, Milestone m) {
     else if (errno != ENOENT && errno != ENOTDIR) { err = errno; break; }
   }
   fail(sync::Type::kExecFailed, sync::kStepExec, err, err == ENOENT ? 127 : 126);
+}
+
+int commandEntry(void* ctx) { execCommand(*static_cast<const Context*>(ctx)); }
+
+// Starts the command posix_spawn-style: CLONE_VM|CLONE_VFORK shares init's memory instead of
+// copying its page tables (init is a clone of corral, several MB mapped), and init sleeps
+// until the command has exec'd or died. This is safe because execCommand only makes system
+// calls and writes its own stack, errno and the stamp page: no allocation, no lock, nothing
+// init reads afterwards. Its signal dispositions, fd table, cwd and credentials are its own
+// (no CLONE_SIGHAND/FILES/FS/THREAD). Returns the pid, or -errno.
+long spawnCommand(const Context& ctx) {
+  constexpr size_t kStackBytes = 256 * 1024;
+  void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -errno;
+  int pid = ::clone(commandEntry, static_cast<char*>(stack) + kStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                    const_cast<Context*>(&ctx));
+  const long result = pid < 0 ? -errno : pid;
+  ::munmap(stack, kStackBytes);  // the command has exec'd or exited: nothing runs on it now
+  return result;
 }
 
 // Reaps everything; returns when the command has exited and nothing else is left.
@@ -221,11 +242,9 @@ void runInit(const Context& ctx) {
   }
   ::sigprocmask(SIG_BLOCK, &waited, nullptr);
 
-  long pid = ::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0);
-  if (pid < 0) fail(sync::Type::kSetupFailed, sync::kStepFork, errno, 125);
-  if (pid == 0) execCommand(ctx);
+  const long pid = spawnCommand(ctx);
+  if (pid < 0) fail(sync::Type::kSetupFailed, sync::kStepFork, static_cast<int>(-pid), 125);
 
-  stamp(ctx, kMsForked);
   // Init keeps nothing the command could use: no capabilities, no stdio.
   caps::dropAll();
   ::syscall(SYS_close_range, 0u, 2u, 0);

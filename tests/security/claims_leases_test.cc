@@ -127,6 +127,39 @@ TEST(LeasesSecretNeverInside, APlaceholderSentToAnotherHostStaysAPlaceholder) {
   EXPECT_TRUE(suspect_counted) << r.report->dump();
 }
 
+// Placeholder mode (a plain-http lease): the sandbox must not choose where the secret goes.
+// If any header were swapped, it could have the upstream store the secret (a note, a
+// User-Agent) and read it back from a later response that swapped nothing. The upstream's
+// /__last returns the headers of the previous request: a store-and-show-back endpoint.
+TEST(LeasesSecretNeverInside, PlaceholderModeNeitherSwapsAChosenHeaderNorShowsAStoredSecretBack) {
+  LeaseRun t;
+  REQUIRE_SERVERS(t.servers);
+  const std::string u = t.servers.httpUrl();
+  Args o = {"--net", "proxy", "--workspace", t.ws.dir.path(), "--timeout", "60s", "--allow", u,
+            "--credential", "plain=PLAIN_TOKEN@" + u};
+  RunOptions env;
+  env.env_extra = {"PLAIN_TOKEN=" + t.secret};
+  const std::string script =
+      "curl -sS --max-time 20 -H \"X-Note: $PLAIN_TOKEN\" -A \"$PLAIN_TOKEN\" " + u + "/store; echo; "
+      "curl -sS --max-time 20 " + u + "/__last; echo ---; "
+      "curl -sS --max-time 20 -H \"Authorization: Bearer $PLAIN_TOKEN\" " + u + "/declared; echo; "
+      "curl -sS --max-time 20 " + u + "/__last";
+  RunResult r = runCorral(o, {"sh", "-c", script}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("upstream ok /store"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("upstream ok /declared"), std::string::npos) << r.describe();
+  // The declared use still works: the upstream got the secret in the lease's header...
+  EXPECT_NE(t.servers.lastHeaders(false).find("Bearer " + t.secret), std::string::npos)
+      << "the lease was not injected in its declared header";
+  // ...and what it shows back later comes out redacted; the chosen headers carried only the
+  // placeholder, which is reported.
+  EXPECT_NE(r.out.find("Bearer [REDACTED:plain]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("X-Note: corral-lease-plain-"), std::string::npos) << r.out;
+  EXPECT_TRUE(holdsNoForm("the sandbox's view", r.out, t.secret)) << claim("leases.secret-never-inside", "shown back") << r.out;
+  EXPECT_NE(r.err.find("place=header-undeclared"), std::string::npos) << r.err;
+  EXPECT_TRUE(holdsNoForm("stderr", r.err, t.secret));
+}
+
 TEST(LeasesNoSecretsInLogs, NoLogLineReportOrEventHoldsTheSecret) {
   LeaseRun t;
   REQUIRE_SERVERS(t.servers);
