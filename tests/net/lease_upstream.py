@@ -9,39 +9,19 @@ the secret back raw, base64 and URL-encoded, split over tiny chunks. Prints one 
 with the ports, then serves until stdin closes."""
 import base64
 import hashlib
-import json
 import os
-import ssl
 import sys
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import upstream_common
 
 SECRET = os.environ["LEASE_SECRET"]
 counts = {}
 lock = threading.Lock()
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def _body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0], 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length", "0"))
-        return self.rfile.read(n) if n else b""
-
+class Handler(upstream_common.Handler):
     def _auth(self):
         values = self.headers.get_all("Authorization") or []
         if not values:
@@ -54,35 +34,13 @@ class Handler(BaseHTTPRequestHandler):
             kind = "other"
         return f"auth={kind} n={len(values)} ae={self.headers.get('Accept-Encoding', '-')}"
 
-    def _send(self, status, body, headers=(), chunked_by=0):
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        if chunked_by:
-            self.send_header("Transfer-Encoding", "chunked")
-        else:
-            self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command == "HEAD":
-            pass
-        elif chunked_by:
-            for i in range(0, len(body), chunked_by):
-                part = body[i:i + chunked_by]
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-        else:
-            self.wfile.write(body)
-        self.close_connection = True
-
     def _serve(self):
         path = urllib.parse.urlsplit(self.path).path
         port = self.server.server_address[1]
         if path == "/__count":
             with lock:
-                return self._send(200, str(counts.get(port, 0)).encode())
-        body = self._body()
+                return self.reply(200, str(counts.get(port, 0)).encode())
+        body = self.read_body()
         with lock:
             counts[port] = counts.get(port, 0) + 1
         if path.startswith("/echo-secret"):
@@ -90,32 +48,27 @@ class Handler(BaseHTTPRequestHandler):
             text = (b"raw=" + s + b" b64=" + base64.b64encode(s) + b" url=" +
                     urllib.parse.quote(SECRET, safe="").encode() + b" end")
             hdrs = [("X-Echo", SECRET), ("Location", "https://example.test/?t=" + SECRET)]
-            return self._send(200, text, hdrs, chunked_by=3 if path == "/echo-secret" else 0)
+            return self.reply(200, text, hdrs, chunked_by=3 if path == "/echo-secret" else 0)
         if path == "/big":
             n = int(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["n"][0])
-            return self._send(200, b"x" * n)
+            return self.reply(200, b"x" * n)
         if path == "/gzip":
-            return self._send(200, b"\x1f\x8b not really", [("Content-Encoding", "gzip")])
+            return self.reply(200, b"\x1f\x8b not really", [("Content-Encoding", "gzip")])
         out = f"ok {self._auth()} path={self.path} method={self.command} got={len(body)} sha={hashlib.sha256(body).hexdigest()}"
-        self._send(200, out.encode())
+        self.reply(200, out.encode())
 
     do_GET = do_POST = do_PUT = do_HEAD = _serve
 
 
 def main():
     cert, key, bad_cert, bad_key = sys.argv[1:5]
-    servers = {}
-    for name in ("http", "http2", "https", "https_bad"):
-        servers[name] = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    for name, (c, k) in {"https": (cert, key), "https_bad": (bad_cert, bad_key)}.items():
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(c, k)
-        servers[name].socket = ctx.wrap_socket(servers[name].socket, server_side=True)
-    for s in servers.values():
-        s.daemon_threads = True
-        threading.Thread(target=s.serve_forever, daemon=True).start()
-    print(json.dumps({n: s.server_address[1] for n, s in servers.items()}), flush=True)
-    sys.stdin.read()
+    servers = {
+        "http": upstream_common.server(Handler),
+        "http2": upstream_common.server(Handler),
+        "https": upstream_common.server(Handler, cert, key),
+        "https_bad": upstream_common.server(Handler, bad_cert, bad_key),
+    }
+    upstream_common.serve_until_stdin_closes(servers.values(), {n: s.server_address[1] for n, s in servers.items()})
 
 
 if __name__ == "__main__":

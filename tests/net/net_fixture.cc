@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #ifndef CORRAL_NET_TEST_DIR
@@ -32,6 +33,100 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
+std::optional<Helper> startHelper(const std::string& script, const std::vector<std::string>& args,
+                                  const std::vector<std::string>& env, std::string* why) {
+  // Everything the child needs is built before fork: between fork and exec it only calls
+  // async-signal-safe functions. -B keeps __pycache__ out of the source tree.
+  std::vector<std::string> argv_s{"python3", "-B", std::string(CORRAL_NET_TEST_DIR) + "/" + script};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  // The added variables come first and replace inherited ones of the same name (python's
+  // os.environ keeps the first of duplicates).
+  std::vector<std::string> env_s = env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view var(*e);
+    bool replaced = false;
+    for (const std::string& add : env)
+      replaced |= var.substr(0, var.find('=') + 1) == std::string_view(add).substr(0, add.find('=') + 1);
+    if (!replaced) env_s.emplace_back(var);
+  }
+  std::vector<char*> argv, envp;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  for (std::string& e : env_s) envp.push_back(e.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) {
+    *why = "pipe failed";
+    return std::nullopt;
+  }
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    *why = "pipe failed";
+    return std::nullopt;
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::execve(CORRAL_PYTHON3, argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  Helper h;
+  h.stdin_fd.reset(in[1]);
+  UniqueFd from_child(out[0]);
+  if (pid < 0) {
+    *why = "fork failed";
+    return std::nullopt;
+  }
+  h.pid = pid;
+  char c;
+  while (::read(from_child.get(), &c, 1) == 1 && c != '\n') h.ports += c;
+  if (h.ports.empty()) {
+    *why = script + " printed no port line";
+    stopHelper(h);
+    return std::nullopt;
+  }
+  return h;
+}
+
+void stopHelper(Helper& h) {
+  h.stdin_fd.reset();
+  if (h.pid > 0) {
+    int status = 0;
+    for (int i = 0; i < 50 && ::waitpid(h.pid, &status, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (::kill(h.pid, 0) == 0) {
+      ::kill(h.pid, SIGKILL);
+      ::waitpid(h.pid, &status, 0);
+    }
+  }
+  h.pid = -1;
+}
+
+uint16_t portOf(const Helper& h, const std::string& key) {
+  // std::regex is avoided: GCC 12 warns inside it under the sanitizers (-Werror).
+  size_t at = h.ports.find("\"" + key + "\": ");
+  return at == std::string::npos ? 0 : static_cast<uint16_t>(std::atoi(h.ports.c_str() + at + key.size() + 4));
+}
+
+std::string withPorts(std::string s, const std::vector<std::pair<std::string, uint16_t>>& ports) {
+  for (const auto& [key, port] : ports)
+    for (size_t at; (at = s.find(key)) != std::string::npos;) s.replace(at, key.size(), std::to_string(port));
+  return s;
+}
+
+bool issueCert(const std::string& dir, const std::string& name, const std::string& cn, const std::string& san) {
+  std::string out = run("cd " + dir + " && openssl req -newkey rsa:2048 -nodes -subj /CN=" + cn + " -keyout " + name +
+                        ".key -out " + name + ".csr" + " && printf 'subjectAltName=" + san + "\\n' > " + name + ".cnf" +
+                        " && openssl x509 -req -in " + name + ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out " +
+                        name + ".pem -extfile " + name + ".cnf" + " && echo CERT-OK");
+  return out.find("CERT-OK") != std::string::npos;
+}
+
 std::optional<Upstreams> startUpstreams(std::string* why) {
   if (::access(CORRAL_PYTHON3, X_OK) != 0) {
     *why = "no " CORRAL_PYTHON3;
@@ -49,51 +144,31 @@ std::optional<Upstreams> startUpstreams(std::string* why) {
   }
   u.dir = tmpl;
   u.cafile = u.dir + "/ca.pem";
-  const std::string d = u.dir;
   // A throwaway CA and a server certificate for 127.0.0.1 and localhost, made at test time.
-  std::string out = run(
-      "cd " + d + " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=corral-test-ca "
-      "-keyout ca.key -out ca.pem -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign"
-      " && openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key -out server.csr"
-      " && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ext.cnf"
-      " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out server.pem -extfile ext.cnf"
-      " && echo CERTS-OK");
-  if (out.find("CERTS-OK") == std::string::npos) {
+  std::string out = run("cd " + u.dir + " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=corral-test-ca "
+                        "-keyout ca.key -out ca.pem -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign"
+                        " && echo CA-OK");
+  if (out.find("CA-OK") == std::string::npos) {
     *why = "openssl could not make the test CA: " + out.substr(0, 300);
+    stopUpstreams(u);
     return std::nullopt;
   }
-  int in[2], outp[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(outp, O_CLOEXEC) != 0) {
-    *why = "pipe failed";
+  if (!issueCert(u.dir, "server", "localhost", "IP:127.0.0.1,DNS:localhost")) {
+    *why = "openssl could not make the test server certificate";
+    stopUpstreams(u);
     return std::nullopt;
   }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(in[0], 0);
-    ::dup2(outp[1], 1);
-    std::string script = std::string(CORRAL_NET_TEST_DIR) + "/upstream.py";
-    std::string cert = d + "/server.pem", key = d + "/server.key";
-    ::execl(CORRAL_PYTHON3, "python3", script.c_str(), cert.c_str(), key.c_str(), nullptr);
-    ::_exit(127);
+  auto h = startHelper("upstream.py", {u.dir + "/server.pem", u.dir + "/server.key"}, {}, why);
+  if (!h) {
+    stopUpstreams(u);
+    return std::nullopt;
   }
-  ::close(in[0]);
-  ::close(outp[1]);
-  u.pid = pid;
-  u.stdin_fd = in[1];
-  std::string line;
-  char c;
-  while (::read(outp[0], &c, 1) == 1 && c != '\n') line += c;
-  ::close(outp[0]);
-  // std::regex is avoided: GCC 12 warns inside it under the sanitizers (-Werror).
-  auto portAfter = [&line](const std::string& key) -> uint16_t {
-    size_t at = line.find("\"" + key + "\": ");
-    return at == std::string::npos ? 0 : static_cast<uint16_t>(std::atoi(line.c_str() + at + key.size() + 4));
-  };
-  u.http = portAfter("http");
-  u.https = portAfter("https");
-  u.echo = portAfter("echo");
+  u.helper = std::move(*h);
+  u.http = portOf(u.helper, "http");
+  u.https = portOf(u.helper, "https");
+  u.echo = portOf(u.helper, "echo");
   if (!u.http || !u.https || !u.echo) {
-    *why = "upstream.py did not start: '" + line + "'";
+    *why = "upstream.py did not start: '" + u.helper.ports + "'";
     stopUpstreams(u);
     return std::nullopt;
   }
@@ -101,19 +176,9 @@ std::optional<Upstreams> startUpstreams(std::string* why) {
 }
 
 void stopUpstreams(Upstreams& u) {
-  if (u.stdin_fd >= 0) ::close(u.stdin_fd);
-  u.stdin_fd = -1;
-  if (u.pid > 0) {
-    int status = 0;
-    for (int i = 0; i < 50 && ::waitpid(u.pid, &status, WNOHANG) == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (::kill(u.pid, 0) == 0) {
-      ::kill(u.pid, SIGKILL);
-      ::waitpid(u.pid, &status, 0);
-    }
-  }
-  u.pid = -1;
+  stopHelper(u.helper);
   if (!u.dir.empty()) run("rm -rf " + u.dir);
+  u.dir.clear();
 }
 
 RawReply rawExchange(uint16_t port, const std::string& request) {

@@ -8,46 +8,20 @@
 
 #include <cstring>
 
-#include "net_fixture.h"
+#include "proxy_suite.h"
 
 namespace corral::net::testing {
 namespace {
 
-class ProxyConnect : public ::testing::Test {
+class ProxyConnect : public ProxySuite {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    auto u = startUpstreams(&why);
-    if (!u) {
-      skip_ = why;
-      return;
-    }
-    up_ = new Upstreams(*u);
-  }
-  static void TearDownTestSuite() {
-    if (up_) stopUpstreams(*up_);
-    delete up_;
-    up_ = nullptr;
-  }
-  void SetUp() override {
-    if (!up_) GTEST_SKIP() << skip_;
-  }
-  void TearDown() override { proxy_.reset(); }
-
-  static std::string ports(std::string g) {
-    for (auto [key, port] : {std::pair{"SPORT", up_->https}, std::pair{"EPORT", up_->echo}, std::pair{"HPORT", up_->http}})
-      if (auto p = g.find(key); p != std::string::npos) g.replace(p, std::string(key).size(), std::to_string(port));
-    return g;
+  // SPORT, EPORT and HPORT in a grant become the upstream HTTPS, echo and HTTP ports.
+  static std::string ports(const std::string& g) {
+    return withPorts(g, {{"SPORT", up_->https}, {"EPORT", up_->echo}, {"HPORT", up_->http}});
   }
   uint16_t startProxy(std::vector<std::string> grants, ProxyOptions options = {}) {
     for (auto& g : grants) g = ports(g);
-    options.on_event = [this](const ConnectionEvent& e) { events_.add(e); };
-    auto s = ProxyServer::start(std::move(options));
-    EXPECT_TRUE(s.ok());
-    proxy_ = std::move(*s);
-    auto port = proxy_->listen("127.0.0.1", 0, policyOf("run-tun", grants));
-    EXPECT_TRUE(port.ok());
-    return *port;
+    return startProxyAs("run-tun", grants, std::move(options));
   }
   std::string sp() const { return std::to_string(up_->https); }
   std::string curlHttps(uint16_t p, const std::string& url) {
@@ -57,14 +31,7 @@ class ProxyConnect : public ::testing::Test {
     return run(std::string(CORRAL_PYTHON3) + " " CORRAL_NET_TEST_DIR "/client.py tls " + std::to_string(p) + " " + authority + " " +
                sni + " " + up_->cafile);
   }
-
-  static Upstreams* up_;
-  static std::string skip_;
-  std::unique_ptr<ProxyServer> proxy_;
-  EventLog events_;
 };
-Upstreams* ProxyConnect::up_ = nullptr;
-std::string ProxyConnect::skip_;
 
 TEST_F(ProxyConnect, CurlAndUrllibReachAGrantedHttpsLiteral) {
   uint16_t p = startProxy({"https://127.0.0.1:SPORT"});

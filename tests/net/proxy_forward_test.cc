@@ -1,58 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // The proxy's forward (plain HTTP) path against real clients and a real upstream: grants,
 // scoping, canonical forms, rebinding through localhost, and smuggling over raw sockets.
-#include <gtest/gtest.h>
-
-#include "net_fixture.h"
+#include "proxy_suite.h"
 
 namespace corral::net::testing {
 namespace {
 
-class ProxyForward : public ::testing::Test {
+class ProxyForward : public ProxySuite {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    auto u = startUpstreams(&why);
-    if (!u) {
-      skip_ = why;
-      return;
-    }
-    up_ = new Upstreams(*u);
-  }
-  static void TearDownTestSuite() {
-    if (up_) stopUpstreams(*up_);
-    delete up_;
-    up_ = nullptr;
-  }
-  void SetUp() override {
-    if (!up_) GTEST_SKIP() << skip_;
-  }
-  void TearDown() override { proxy_.reset(); }
-
   // Starts the proxy with grants (PORT in a grant is replaced by the upstream HTTP port).
   uint16_t startProxy(std::vector<std::string> grants, ProxyOptions options = {}) {
-    for (auto& g : grants)
-      if (auto p = g.find("PORT"); p != std::string::npos) g.replace(p, 4, std::to_string(up_->http));
-    options.on_event = [this](const ConnectionEvent& e) { events_.add(e); };
-    auto s = ProxyServer::start(std::move(options));
-    EXPECT_TRUE(s.ok());
-    proxy_ = std::move(*s);
-    auto port = proxy_->listen("127.0.0.1", 0, policyOf("run-fwd", grants));
-    EXPECT_TRUE(port.ok()) << port.error().message();
-    return *port;
+    for (auto& g : grants) g = withPorts(g, {{"PORT", up_->http}});
+    return startProxyAs("run-fwd", grants, std::move(options));
   }
   std::string hp() const { return std::to_string(up_->http); }
   std::string curl(uint16_t proxy_port, const std::string& url, const std::string& extra = "") {
     return run("curl -sS -i --max-time 20 -x http://127.0.0.1:" + std::to_string(proxy_port) + " " + extra + " '" + url + "'");
   }
-
-  static Upstreams* up_;
-  static std::string skip_;
-  std::unique_ptr<ProxyServer> proxy_;
-  EventLog events_;
 };
-Upstreams* ProxyForward::up_ = nullptr;
-std::string ProxyForward::skip_;
 
 TEST_F(ProxyForward, GrantedLiteralReachesUpstreamAndEventRecordsIt) {
   uint16_t p = startProxy({"http://127.0.0.1:PORT"});

@@ -5,8 +5,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -19,7 +17,7 @@
 #include "audit/sha256.h"
 #include "base/log.h"
 #include "net/lease_broker.h"
-#include "net_fixture.h"
+#include "proxy_suite.h"
 
 namespace corral::net::testing {
 namespace {
@@ -28,8 +26,7 @@ namespace {
 constexpr std::string_view kSecret = "sk/sentinel+7f3a=SECRET:0123456789abcdef";
 
 struct LeaseUpstreams {
-  pid_t pid = -1;
-  int stdin_fd = -1;
+  Helper helper;
   uint16_t http = 0, http2 = 0, https = 0, https_bad = 0;
 };
 
@@ -40,55 +37,30 @@ std::string readFile(const std::string& path) {
   return ss.str();
 }
 
-class ProxyLease : public ::testing::Test {
+class ProxyLease : public ProxySuite {
  protected:
   static void SetUpTestSuite() {
-    std::string why;
-    auto u = startUpstreams(&why);
-    if (!u) {
-      skip_ = why;
-      return;
-    }
-    base_ = new Upstreams(*u);
-    const std::string d = base_->dir;
+    ProxySuite::SetUpTestSuite();
+    if (!up_) return;
+    const std::string d = up_->dir;
     // A certificate from the same CA that names only another host.
-    std::string out = run("cd " + d + " && openssl req -newkey rsa:2048 -nodes -subj /CN=other.test -keyout bad.key -out bad.csr"
-                          " && printf 'subjectAltName=DNS:other.test\\n' > bad.cnf"
-                          " && openssl x509 -req -in bad.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out bad.pem -extfile bad.cnf"
-                          " && echo BAD-OK");
-    if (out.find("BAD-OK") == std::string::npos) {
+    if (!issueCert(d, "bad", "other.test", "DNS:other.test")) {
       skip_ = "openssl could not make the mismatched certificate";
       return;
     }
-    int in[2], outp[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(outp, O_CLOEXEC) != 0) std::abort();
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(in[0], 0);
-      ::dup2(outp[1], 1);
-      ::setenv("LEASE_SECRET", std::string(kSecret).c_str(), 1);
-      std::string script = std::string(CORRAL_NET_TEST_DIR) + "/lease_upstream.py";
-      ::execl(CORRAL_PYTHON3, "python3", script.c_str(), (d + "/server.pem").c_str(), (d + "/server.key").c_str(),
-              (d + "/bad.pem").c_str(), (d + "/bad.key").c_str(), nullptr);
-      ::_exit(127);
+    std::string why;
+    auto h = startHelper("lease_upstream.py", {d + "/server.pem", d + "/server.key", d + "/bad.pem", d + "/bad.key"},
+                         {"LEASE_SECRET=" + std::string(kSecret)}, &why);
+    if (!h) {
+      skip_ = "lease_upstream.py did not start: " + why;
+      return;
     }
-    ::close(in[0]);
-    ::close(outp[1]);
-    lu_.pid = pid;
-    lu_.stdin_fd = in[1];
-    std::string line;
-    char c;
-    while (::read(outp[0], &c, 1) == 1 && c != '\n') line += c;
-    ::close(outp[0]);
-    auto portAfter = [&line](const std::string& key) -> uint16_t {
-      size_t at = line.find("\"" + key + "\": ");
-      return at == std::string::npos ? 0 : static_cast<uint16_t>(std::atoi(line.c_str() + at + key.size() + 4));
-    };
-    lu_.http = portAfter("http");
-    lu_.http2 = portAfter("http2");
-    lu_.https = portAfter("https");
-    lu_.https_bad = portAfter("https_bad");
-    if (!lu_.http || !lu_.https || !lu_.https_bad || !lu_.http2) skip_ = "lease_upstream.py did not start: " + line;
+    lu_.helper = std::move(*h);
+    lu_.http = portOf(lu_.helper, "http");
+    lu_.http2 = portOf(lu_.helper, "http2");
+    lu_.https = portOf(lu_.helper, "https");
+    lu_.https_bad = portOf(lu_.helper, "https_bad");
+    if (!lu_.http || !lu_.https || !lu_.https_bad || !lu_.http2) skip_ = "lease_upstream.py did not start: " + lu_.helper.ports;
     // Every log line of the suite goes to a file that TearDown searches for the secret.
     log_path_ = d + "/proxy.log";
     saved_stderr_ = ::dup(2);
@@ -103,22 +75,13 @@ class ProxyLease : public ::testing::Test {
       ::close(saved_stderr_);
       saved_stderr_ = -1;
     }
-    if (lu_.stdin_fd >= 0) ::close(lu_.stdin_fd);
-    if (lu_.pid > 0) {
-      ::kill(lu_.pid, SIGTERM);
-      ::waitpid(lu_.pid, nullptr, 0);
-    }
+    stopHelper(lu_.helper);
     lu_ = {};
-    if (base_) stopUpstreams(*base_);
-    delete base_;
-    base_ = nullptr;
-  }
-  void SetUp() override {
-    if (!base_ || !skip_.empty()) GTEST_SKIP() << skip_;
+    ProxySuite::TearDownTestSuite();
   }
   void TearDown() override {
-    proxy_.reset();  // every event is reported by now
-    if (!base_ || !skip_.empty()) return;
+    ProxySuite::TearDown();  // every event is reported by now
+    if (!up_ || !skip_.empty()) return;
     const std::string logs = readFile(log_path_);
     // Control: the capture works, so the searches below can fail.
     EXPECT_NE(logs.find("event=egress"), std::string::npos) << "no log line was captured";
@@ -139,11 +102,8 @@ class ProxyLease : public ::testing::Test {
   // Leases from --credential texts (PORT_HTTP, PORT_HTTPS, PORT_BAD replaced); grants as in
   // the forward tests. Returns the proxy port; self_authority is 127.0.0.1:<it>.
   uint16_t startProxy(std::vector<std::string> credentials, std::vector<std::string> grants = {}) {
-    auto subst = [this](std::string s) {
-      for (auto [k, v] : {std::pair<std::string, uint16_t>{"PORT_HTTP2", lu_.http2}, {"PORT_HTTPS", lu_.https},
-                          {"PORT_HTTP", lu_.http}, {"PORT_BAD", lu_.https_bad}})
-        for (size_t p; (p = s.find(k)) != std::string::npos;) s.replace(p, k.size(), std::to_string(v));
-      return s;
+    auto subst = [](const std::string& s) {
+      return withPorts(s, {{"PORT_HTTP2", lu_.http2}, {"PORT_HTTPS", lu_.https}, {"PORT_HTTP", lu_.http}, {"PORT_BAD", lu_.https_bad}});
     };
     std::vector<LeaseSpec> specs;
     for (auto& c : credentials) {
@@ -152,7 +112,7 @@ class ProxyLease : public ::testing::Test {
       specs.push_back(*spec);
     }
     TlsOptions tls;
-    tls.ca_bundle_path = base_->cafile;
+    tls.ca_bundle_path = up_->cafile;
     tls.io_timeout = std::chrono::milliseconds(10000);
     auto broker = LeaseBroker::create(specs, [](std::string_view name) -> std::optional<std::string> {
       if (name == "API_TOKEN" || name == "LOCAL_TOKEN") return std::string(kSecret);
@@ -161,14 +121,11 @@ class ProxyLease : public ::testing::Test {
     EXPECT_TRUE(broker.ok()) << broker.error().message();
     broker_ = *broker;
     ProxyOptions options;
-    options.on_event = [this](const ConnectionEvent& e) { events_.add(e); };
     options.on_lease_event = [this](const LeaseEvent& e) {
       std::lock_guard<std::mutex> l(mu_);
       lease_events_.push_back(e);
     };
-    auto s = ProxyServer::start(std::move(options));
-    EXPECT_TRUE(s.ok());
-    proxy_ = std::move(*s);
+    startServer(std::move(options));
     auto parsed = policy::egress::parseGrants([&] {
       std::vector<std::string> g;
       for (auto& x : grants) g.push_back(subst(x));
@@ -228,20 +185,13 @@ class ProxyLease : public ::testing::Test {
   }
   std::string placeholder(const std::string& lease) { return broker_->find(lease)->placeholder(); }
 
-  static Upstreams* base_;
-  static LeaseUpstreams lu_;
-  static std::string skip_, log_path_;
-  static int saved_stderr_;
+  static inline LeaseUpstreams lu_;
+  static inline std::string log_path_;
+  static inline int saved_stderr_ = -1;
   std::shared_ptr<LeaseBroker> broker_;
-  std::unique_ptr<ProxyServer> proxy_;
-  EventLog events_;
   std::mutex mu_;
   std::vector<LeaseEvent> lease_events_;
 };
-Upstreams* ProxyLease::base_ = nullptr;
-LeaseUpstreams ProxyLease::lu_;
-std::string ProxyLease::skip_, ProxyLease::log_path_;
-int ProxyLease::saved_stderr_ = -1;
 
 const std::string kApi = "api=API_TOKEN@https://127.0.0.1:PORT_HTTPS";
 
@@ -291,7 +241,7 @@ TEST_F(ProxyLease, AbsoluteFormThroughHttpProxyAndLocalhostSpellingWork) {
 
 TEST_F(ProxyLease, BrokerPostStreamsContentLengthAndChunkedBodies) {
   uint16_t p = startProxy({kApi});
-  const std::string file = base_->dir + "/body.bin";
+  const std::string file = up_->dir + "/body.bin";
   run("head -c 300000 /dev/urandom > " + file);
   const std::string sha = run("sha256sum " + file + " | cut -c1-64").substr(0, 64);
   std::string out = curl("--data-binary @" + file + " " + direct(p, "/lease/api/upload"));
