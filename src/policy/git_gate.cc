@@ -123,6 +123,7 @@ constexpr std::string_view kPinnedConfig[] = {
     "diff.ignoreSubmodules=all",     // status/diff do not run git inside submodules
     "gc.autoDetach=false",           // no gc left running in the background
     "maintenance.auto=false",        // no `git maintenance run --auto` after commands
+    "safe.bareRepository=explicit",  // never use a bare repository git finds on its own
 };
 
 constexpr std::string_view kPinnedEnv[] = {
@@ -132,6 +133,11 @@ constexpr std::string_view kPinnedEnv[] = {
     "EDITOR=:",               "VISUAL=:",                    "GIT_ASKPASS=",
     "SSH_ASKPASS=",           "GIT_ALLOW_PROTOCOL=",         "GIT_PROTOCOL_FROM_USER=0",
     "GIT_OPTIONAL_LOCKS=0",   "GIT_NO_REPLACE_OBJECTS=1",
+    // No repository discovery: the repository is ./.git of the working directory (the
+    // sandbox's /workspace), the one whose config the runner checks. Without this, a
+    // workspace with HEAD, objects/, refs/ and config at its root is a bare repository to git,
+    // and that config (diff.external, ...) would run programs unchecked.
+    "GIT_DIR=.git",           "GIT_WORK_TREE=.",
 };
 
 // `git notes` subcommands that neither edit (editor) nor merge.

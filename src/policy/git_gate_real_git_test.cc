@@ -189,6 +189,46 @@ TEST(GitGateRealGit, ControlPlainGitRunsTheRepositorysPrograms) {
   }
 }
 
+// A workspace laid out as a bare repository (HEAD, objects/, refs/, config at its root, no
+// .git) is found by git's discovery, and its config was never checked by the runner (which
+// checks .git/config). Under the pins git only ever uses ./.git, so its programs never run.
+TEST(GitGateRealGit, ABareRepositoryAtTheRootIsNeverUsed) {
+  if (!haveGit()) GTEST_SKIP() << kGit << " is missing";
+  for (bool gated : {true, false}) {
+    TempDir tmp;
+    const fs::path& t = tmp.path();
+    const fs::path ws = t / "ws", marks = t / "marks", log = t / "git.log";
+    fs::create_directories(ws / "objects" / "info");
+    fs::create_directories(ws / "refs" / "heads");
+    fs::create_directories(marks);
+    writeFile(ws / "HEAD", "ref: refs/heads/main\n");
+    writeFile(ws / "config", "[diff]\n\texternal = \"touch " + (marks / "diff-external").string() + "; true\"\n");
+    writeFile(ws / "a.txt", "a\n");
+    writeFile(ws / "b.txt", "b\n");
+    if (gated) fs::create_directories(ws / ".git");  // an invalid .git must not send git looking further
+    const Args base = {"PATH=/usr/bin:/bin", "HOME=" + t.string()};
+    for (const Args& step : {Args{"diff", "--no-index", "a.txt", "b.txt"}, Args{"diff"}, Args{"log"}}) {
+      Args argv = {"git"}, env = base;
+      argv.insert(argv.end(), step.begin(), step.end());
+      if (gated) {
+        CommandDecision d = gateGit(step);
+        ASSERT_TRUE(d.allowed) << joined(step) << ": " << d.reason;
+        argv = d.argv;
+        env.insert(env.end(), d.env.begin(), d.env.end());
+      } else {
+        env.insert(env.end(), {"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"});
+      }
+      EXPECT_GE(runGit(ws, argv, env, log), 0) << joined(step);
+    }
+    if (gated) {
+      EXPECT_TRUE(marksIn(marks).empty()) << "git.pins broken: the root's bare-repository config ran:" << listed(marksIn(marks));
+    } else {
+      EXPECT_TRUE(marksIn(marks).count("diff-external")) << "control: plain git did not use the bare repository; saw"
+                                                        << listed(marksIn(marks));
+    }
+  }
+}
+
 // The config allowlist must not refuse what git itself writes, or git would be unusable.
 TEST(GitGateRealGit, AcceptsConfigWrittenByGitInitAndClone) {
   if (!haveGit()) GTEST_SKIP() << kGit << " is missing";

@@ -382,6 +382,34 @@ TEST(RunnerToolCallsGated, GitRefusedInARepositoryWhoseConfigRunsPrograms) {
   EXPECT_TRUE(refusedWith(f.toolCalls(), 0, "git.config")) << claim("runner.tool-calls-gated", "git ran with a hostile config");
 }
 
+// A workspace laid out as a bare repository (HEAD, objects/, refs/, config at the root, no
+// .git): git's own discovery would use it, and its config is not .git/config, the file the
+// runner checks. diff.external there would run a program that appends to a declared output.
+TEST(RunnerToolCallsGated, GitNeverUsesABareRepositoryAtTheWorkspaceRoot) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.manifest["executables"] = {"git"};
+  f.manifest["inputs"] = {"**"};
+  f.manifest["outputs"] = {"a.txt"};
+  f.ws.write("HEAD", "ref: refs/heads/main\n");
+  f.ws.write("objects/info/keep", "");
+  f.ws.write("refs/heads/keep", "");
+  f.ws.write("config", "[diff]\n\texternal = \"echo PWNED-EXTDIFF; echo owned >> /workspace/a.txt; true\"\n");
+  f.ws.write("a.txt", "a\n");
+  f.ws.write("b.txt", "b\n");
+  f.reply({call("run", {{"command", "git"}, {"args", {"diff", "--no-index", "a.txt", "b.txt"}}}),
+           call("run", {{"command", "git"}, {"args", {"log"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run({"--apply", "--trace-content", "full"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["decision"], "allow") << calls[0].dump();
+  EXPECT_EQ(f.ws.read("a.txt"), "a\n") << claim("runner.tool-calls-gated", "git ran the root config's diff.external");
+  EXPECT_EQ(f.allRecordBytes().find("PWNED-EXTDIFF"), std::string::npos)
+      << claim("runner.tool-calls-gated", "git ran the root config's diff.external");
+}
+
 TEST(RunnerToolCallsGated, WithoutNamespacesDryRunsWorkAndAppliedCommandsAreRefused) {
   // A user namespace whose max_user_namespaces is 0: corral inside it cannot build a sandbox.
   RunFixture f;
