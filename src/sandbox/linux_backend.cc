@@ -30,6 +30,7 @@
 #include "sandbox/launch_timing.h"
 #include "sandbox/limit_plan.h"
 #include "sandbox/seccomp_embedded.h"
+#include "sandbox/stdio_relay.h"
 #include "sandbox/sync_channel.h"
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
@@ -211,6 +212,10 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   }
   timing.mark("cgroup");
 
+  // Caller stdio the sandbox could use to change a host inode (a terminal, a file) goes
+  // through pipes instead (stdio_relay.h).
+  ASSIGN_OR_RETURN(StdioRelay relay, StdioRelay::plan(given_stdio));
+
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
   UniqueFd sock(pair[0]), child_sock(pair[1]);
@@ -219,7 +224,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   const bool self_attach = cg && cg->cloneIntoFd() < 0;
   child::Context ctx;
   ctx.sock = child_sock.get();
-  for (int fd = 0; fd <= 2; ++fd) ctx.stdio[fd] = given_stdio[fd];
+  for (int fd = 0; fd <= 2; ++fd) ctx.stdio[fd] = relay.sandboxFd(fd) >= 0 ? relay.sandboxFd(fd) : given_stdio[fd];
   ctx.proxy_channel = spec.proxy.channel;
   ctx.proxy_port = spec.proxy.port;
   ctx.mounts = &mounts;
@@ -273,6 +278,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   const uint64_t cloned_ns = nowNs();
   UniqueFd child_pidfd(pidfd);
   child_sock.reset();
+  relay.closeSandboxEnds();
   timing.mark("clone");
 
   // From here on, any early return must not leave the init running: killing it tears down
@@ -329,13 +335,16 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
 
   // ---- Supervise: messages, signals to forward, the deadline, and init's exit. ----
   bool init_exited = false;
+  std::vector<pollfd> fds;
   while (!init_exited) {
-    pollfd fds[4] = {{sock.get(), POLLIN, 0}, {child_pidfd.get(), POLLIN, 0}, {forwarder.fd(), POLLIN, 0},
-                     {timer.get(), POLLIN, 0}};
-    if (::poll(fds, timer.valid() ? 4 : 3, -1) < 0) {
+    // A negative fd (no timer) is ignored by poll.
+    fds = {{sock.get(), POLLIN, 0}, {child_pidfd.get(), POLLIN, 0}, {forwarder.fd(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
+    relay.addPollFds(fds);
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       return sysError("poll");
     }
+    relay.onReady(fds, 4);
     if (fds[0].revents & POLLIN) {
       sync::Message m{};
       if (sync::recv(sock.get(), &m) == 0) {
@@ -364,6 +373,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   }
   rusage ru{};
   int init_status = 0;
+  relay.drain();  // the sandbox's last output, before anything corral prints
   while (::wait4(static_cast<pid_t>(pid), &init_status, 0, &ru) < 0 && errno == EINTR) {
   }
   // cppcheck-suppress unreadVariable ; read by ~Reaper, which cppcheck does not follow

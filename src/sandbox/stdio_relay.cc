@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// Stdio relay: pipes in place of caller fds the sandbox could use to change host inodes.
+#include "sandbox/stdio_relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace corral::sandbox {
+namespace {
+
+constexpr long kPipefsMagic = 0x50495045;  // PIPEFS_MAGIC: an anonymous pipe
+constexpr size_t kChunk = 64 * 1024;
+
+void setNonBlocking(int fd, bool on) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);
+}
+
+// write(2) to a pipe whose reader may be gone, without a SIGPIPE killing corral: the signal
+// is blocked for this thread and, if the write raised it, consumed before unblocking.
+ssize_t writeNoSigpipe(int fd, const char* data, size_t len) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigset_t pending;
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  ssize_t n = ::write(fd, data, len);
+  const int err = errno;
+  if (n < 0 && err == EPIPE && !was_pending) {
+    const timespec zero{0, 0};
+    while (::sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return n;
+}
+
+// Writes all of data to the caller's fd, waiting if it is non-blocking and full. False when
+// the caller's side is gone (the output is then dropped, as a closed terminal would).
+bool writeAll(int fd, const char* data, size_t len) {
+  while (len > 0) {
+    ssize_t n = writeNoSigpipe(fd, data, len);
+    if (n > 0) {
+      data += n;
+      len -= static_cast<size_t>(n);
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+    } else if (!(n < 0 && errno == EINTR)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool stdioSafeToHandOver(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return true;  // not open: nothing is handed over
+  if (S_ISSOCK(st.st_mode)) return true;
+  if (S_ISFIFO(st.st_mode)) {
+    struct statfs fs;
+    return ::fstatfs(fd, &fs) == 0 && fs.f_type == kPipefsMagic;  // a named FIFO is a host inode
+  }
+  // /dev/null and friends: owned by root (or someone else), not a terminal. A terminal the
+  // sandbox could chmod, make its controlling tty or leave in raw mode is relayed.
+  if (S_ISCHR(st.st_mode)) return !::isatty(fd) && (st.st_uid == 0 || st.st_uid != ::getuid());
+  return false;
+}
+
+Result<StdioRelay> StdioRelay::plan(const int given[3]) {
+  StdioRelay relay;
+  for (int n = 0; n <= 2; ++n) {
+    const int host = given[n] >= 0 ? given[n] : n;
+    if (stdioSafeToHandOver(host)) continue;
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return sysError("stdio relay: pipe");
+    UniqueFd read_end(p[0]), write_end(p[1]);
+    Stream s;
+    s.n = n;
+    s.host = host;
+    s.ours = std::move(n == 0 ? write_end : read_end);
+    s.theirs = std::move(n == 0 ? read_end : write_end);
+    // init moves the sandbox's end onto 0..2 before fd 3 becomes its sync socket.
+    if (s.theirs.get() < 3) {
+      UniqueFd high(::fcntl(s.theirs.get(), F_DUPFD_CLOEXEC, 3));
+      if (!high.valid()) return sysError("stdio relay: dup");
+      s.theirs = std::move(high);
+    }
+    setNonBlocking(s.ours.get(), true);
+    relay.streams_.push_back(std::move(s));
+  }
+  return relay;
+}
+
+int StdioRelay::sandboxFd(int n) const {
+  for (const Stream& s : streams_)
+    if (s.n == n) return s.theirs.get();
+  return -1;
+}
+
+void StdioRelay::closeSandboxEnds() {
+  for (Stream& s : streams_) s.theirs.reset();
+}
+
+void StdioRelay::addPollFds(std::vector<pollfd>& fds) const {
+  for (const Stream& s : streams_) {
+    if (s.n == 0) {
+      // Read the caller's stdin only when the last chunk is in the pipe (back-pressure).
+      const bool want_host = s.ours.valid() && !s.host_eof && s.pending.empty();
+      fds.push_back({want_host ? s.host : -1, POLLIN, 0});
+      fds.push_back({s.ours.valid() && !s.pending.empty() ? s.ours.get() : -1, POLLOUT, 0});
+    } else {
+      fds.push_back({s.ours.valid() ? s.ours.get() : -1, POLLIN, 0});
+    }
+  }
+}
+
+void StdioRelay::onReady(const std::vector<pollfd>& fds, size_t first) {
+  size_t i = first;
+  for (Stream& s : streams_) {
+    if (s.n == 0) {
+      pumpIn(s, fds[i].revents, fds[i + 1].revents);
+      i += 2;
+    } else {
+      if (fds[i].revents && !pumpOut(s)) s.ours.reset();
+      ++i;
+    }
+  }
+}
+
+void StdioRelay::pumpIn(Stream& s, short revents_host, short revents_pipe) {
+  if (!s.ours.valid()) return;
+  if (revents_host && s.pending.empty()) {
+    char buf[kChunk];
+    ssize_t n = ::read(s.host, buf, sizeof buf);
+    if (n > 0) {
+      s.pending.assign(buf, static_cast<size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      s.host_eof = true;
+    }
+  }
+  if (revents_pipe & (POLLERR | POLLHUP)) {  // the sandbox closed its stdin
+    s.ours.reset();
+    return;
+  }
+  if (!s.pending.empty()) {
+    ssize_t n = writeNoSigpipe(s.ours.get(), s.pending.data(), s.pending.size());
+    if (n > 0) {
+      s.pending.erase(0, static_cast<size_t>(n));
+    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      s.ours.reset();
+      return;
+    }
+  }
+  if (s.host_eof && s.pending.empty()) s.ours.reset();  // EOF for the sandbox
+}
+
+bool StdioRelay::pumpOut(Stream& s) {
+  char buf[kChunk];
+  ssize_t n = ::read(s.ours.get(), buf, sizeof buf);
+  if (n > 0) {
+    writeAll(s.host, buf, static_cast<size_t>(n));
+    return true;
+  }
+  return n < 0 && (errno == EAGAIN || errno == EINTR);
+}
+
+void StdioRelay::drain() {
+  for (Stream& s : streams_) {
+    if (s.n != 0 && s.ours.valid()) {
+      // Every writer is gone with the sandbox: read to EOF.
+      setNonBlocking(s.ours.get(), false);
+      while (pumpOut(s)) {
+      }
+    }
+    s.ours.reset();
+  }
+}
+
+}  // namespace corral::sandbox

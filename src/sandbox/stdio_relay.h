@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The caller's stdio, handed to the sandbox only when the sandbox cannot use it to change the
+// host; otherwise relayed through pipes corral owns.
+//
+// Why: an fd names a host inode, and the command can change that inode's metadata through it
+// (fchmod, futimens, fsetxattr, chmod("/proc/self/fd/1"), TIOCSCTTY on a tty) whenever its uid
+// owns the inode or may write it. Landlock does not cover metadata, and rootless the sandbox
+// uid is the caller's. A terminal left mode 0666 or a log file made 0777 outlives the run.
+#pragma once
+
+#include <poll.h>
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace corral::sandbox {
+
+// True for an fd whose inode gives the sandbox nothing on the host: an anonymous pipe, a
+// socket, or a character device the caller does not own (/dev/null, /dev/zero). Regular
+// files, named FIFOs, terminals the caller owns and anything else are not.
+bool stdioSafeToHandOver(int fd);
+
+class StdioRelay {
+ public:
+  // For each of 0..2 whose fd (given[n] >= 0, else n itself) is not safe to hand over, makes a
+  // pipe: the sandbox gets one end, which sandboxFd(n) returns (>= 3, as init requires).
+  static Result<StdioRelay> plan(const int given[3]);
+
+  StdioRelay() = default;
+  StdioRelay(StdioRelay&&) = default;
+  StdioRelay& operator=(StdioRelay&&) = default;
+
+  bool active() const { return !streams_.empty(); }
+  int sandboxFd(int n) const;  // -1: stdio n is handed over as it is
+  // After the clone: the sandbox holds its ends; corral's copies would keep pipes open.
+  void closeSandboxEnds();
+  // The fds to poll beside the supervisor's own, with their events (rebuilt each round).
+  void addPollFds(std::vector<pollfd>& fds) const;
+  // Moves what is ready; fds is what poll() filled in (the same order addPollFds used).
+  void onReady(const std::vector<pollfd>& fds, size_t first);
+  // After the sandbox is gone: copies what its output pipes still hold, then closes all.
+  void drain();
+
+ private:
+  struct Stream {
+    int n = 0;            // 0, 1 or 2
+    int host = -1;        // the caller's fd (not owned)
+    UniqueFd ours;        // corral's end of the pipe
+    UniqueFd theirs;      // the sandbox's end, until closeSandboxEnds()
+    std::string pending;  // stdin: read from the host, not yet written to the pipe
+    bool host_eof = false;
+  };
+  void pumpIn(Stream& s, short revents_host, short revents_pipe);
+  static bool pumpOut(Stream& s);  // false at EOF or error
+  std::vector<Stream> streams_;
+};
+
+}  // namespace corral::sandbox

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// fd.stdio-no-host-metadata (claims/fd.toml): the command gets the caller's stdio only as
+// objects it cannot change on the host. A regular file or a terminal would let it fchmod,
+// utime, setxattr or truncate the caller's inode (rootless, the sandbox uid is the caller's),
+// so those come through pipes corral relays. Run as root and rootless; the rootless pass is
+// the real attack (as root the sandbox uid owns nothing on the host).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "harness.h"
+
+namespace corral::testing {
+namespace {
+
+// Tries every metadata change through fds 0 and 1, then copies stdin to stdout.
+const char kTamper[] = R"PY(
+import os, sys
+for fd in (0, 1):
+    for what, f in (("fchmod", lambda: os.fchmod(fd, 0o777)),
+                    ("utime", lambda: os.utime("/proc/self/fd/%d" % fd, (0, 0))),
+                    ("setxattr", lambda: os.setxattr("/proc/self/fd/%d" % fd, "user.corral_evil", b"1")),
+                    ("ftruncate", lambda: os.ftruncate(fd, 0) if fd == 1 else None)):
+        try:
+            f()
+        except OSError:
+            pass
+sys.stdout.write("relayed:" + sys.stdin.read())
+)PY";
+
+struct HostFiles {
+  TempDir dir{"stdio"};
+  struct Fd {
+    int fd = -1;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } in, out;
+  struct stat in_before {}, out_before {};
+  HostFiles() {
+    dir.write("in.txt", "hello\n", 0600);
+    dir.write("out.txt", "old\n", 0600);
+    in.fd = ::open((dir / "in.txt").c_str(), O_RDONLY | O_CLOEXEC);
+    out.fd = ::open((dir / "out.txt").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    // A known old mtime, so a utime to 0 or to now is seen.
+    const timespec old[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};
+    ::utimensat(AT_FDCWD, (dir / "in.txt").c_str(), old, 0);
+    ::utimensat(AT_FDCWD, (dir / "out.txt").c_str(), old, 0);
+    ::stat((dir / "in.txt").c_str(), &in_before);
+    ::stat((dir / "out.txt").c_str(), &out_before);
+  }
+  RunOptions stdio() const {
+    RunOptions o;
+    o.stdin_fd = in.fd;
+    o.leak_fds = {{out.fd, 1}};
+    return o;
+  }
+  // "" when unchanged, else what changed.
+  std::string changes(const std::string& name, const struct stat& before) const {
+    struct stat now {};
+    if (::stat((dir / name).c_str(), &now) != 0) return name + " is gone";
+    std::string what;
+    if ((now.st_mode & 07777) != (before.st_mode & 07777)) what += " mode";
+    if (now.st_mtim.tv_sec != before.st_mtim.tv_sec) what += " mtime";
+    char v[8];
+    if (::getxattr((dir / name).c_str(), "user.corral_evil", v, sizeof v) >= 0) what += " xattr";
+    return what.empty() ? "" : name + ":" + what;
+  }
+};
+
+TEST(FdStdioNoHostMetadata, FileStdioKeepsItsModeTimesXattrsAndContent) {
+  HostFiles h;
+  ASSERT_GE(h.in.fd, 0);
+  ASSERT_GE(h.out.fd, 0);
+  TempDir ws("ws");
+  RunResult r = runCorral({"--workspace", ws.path()}, {"python3", "-c", kTamper}, h.stdio());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(h.changes("in.txt", h.in_before), "") << claim("fd.stdio-no-host-metadata", "stdin's host file changed");
+  // mtime of out.txt moves with the relayed write itself; mode and xattrs must not.
+  std::string out_changes = h.changes("out.txt", h.out_before);
+  EXPECT_EQ(out_changes.find("mode"), std::string::npos) << claim("fd.stdio-no-host-metadata", out_changes);
+  EXPECT_EQ(out_changes.find("xattr"), std::string::npos) << claim("fd.stdio-no-host-metadata", out_changes);
+  // Relayed in full, appended, never truncated.
+  EXPECT_EQ(h.dir.read("out.txt"), "old\nrelayed:hello\n") << claim("fd.stdio-no-host-metadata", "stdout truncated or lost");
+}
+
+// Control: the same script run directly on the host with the same fds does change them, so
+// the checks above can fail.
+TEST(FdStdioNoHostMetadata, ControlTheScriptChangesTheFilesWhenHandedThemDirectly) {
+  HostFiles h;
+  RunResult r = run({"/usr/bin/python3", "-c", kTamper}, h.stdio());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(h.changes("in.txt", h.in_before).find("mode"), std::string::npos) << "control: fchmod had no effect";
+  EXPECT_EQ(h.dir.read("out.txt"), "relayed:hello\n") << "control: ftruncate had no effect";
+}
+
+TEST(FdStdioNoHostMetadata, ATerminalIsNeverHandedOver) {
+  Pty pty;
+  struct stat before {};
+  ASSERT_EQ(::fstat(pty.slave, &before), 0);
+  TempDir ws("ws");
+  RunOptions o;
+  o.stdin_fd = pty.slave;
+  o.leak_fds = {{pty.slave, 1}};
+  const char script[] =
+      "import os, sys, fcntl, termios\n"
+      "tty = [os.isatty(fd) for fd in (0, 1)]\n"
+      "try:\n    os.fchmod(1, 0o666)\nexcept OSError:\n    pass\n"
+      "try:\n    fcntl.ioctl(0, termios.TIOCSCTTY, 0)\nexcept OSError:\n    pass\n"
+      "print('isatty', tty, file=sys.stderr)\n";
+  RunResult r = runCorral({"--workspace", ws.path()}, {"python3", "-c", script}, o);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  struct stat after {};
+  ASSERT_EQ(::fstat(pty.slave, &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, before.st_mode & 07777) << claim("fd.stdio-no-host-metadata", "the caller's terminal was chmodded");
+  EXPECT_NE(r.err.find("isatty [False, False]"), std::string::npos)
+      << claim("fd.stdio-no-host-metadata", "the caller's terminal reached the command") << r.describe();
+}
+
+}  // namespace
+}  // namespace corral::testing
