@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "policy/manifest_fields.h"
+
 namespace corral::policy::path {
 namespace {
 
@@ -61,6 +63,8 @@ Result<std::string> outputPath(std::string_view rel) {
   if (rel.front() == '/') return invalid("is absolute; outputs are relative to the workspace");
   RETURN_IF_ERROR(checkLength(rel));
   RETURN_IF_ERROR(checkComponents(rel));
+  // Reports and the trace are JSON: a name that is not UTF-8 could not be written in them.
+  if (!manifest_fields::validUtf8(rel)) return invalid("is not valid UTF-8");
   for (std::string_view root : kReservedOutputRoots)
     if (within(rel, root)) return invalid("is under " + std::string(root) + "/, which corral reserves");
   return std::string(rel);

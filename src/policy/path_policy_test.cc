@@ -49,6 +49,8 @@ TEST(OutputPath, RefusesHostilePathsWithOneLineReason) {
       {"a/" + std::string(256, 'n'), "has a component longer than 255 bytes"},
       {".corral", "is under .corral/, which corral reserves"},
       {".corral/result.json", "is under .corral/, which corral reserves"},
+      {"\xff\xfe", "is not valid UTF-8"},
+      {"a/\xc3", "is not valid UTF-8"},
   };
   for (const Case& c : bad) {
     auto r = outputPath(c.path);
