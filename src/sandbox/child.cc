@@ -94,7 +94,7 @@ int commandEntry(void* ctx) { execCommand(*static_cast<const Context*>(ctx)); }
 // init reads afterwards. Its signal dispositions, fd table, cwd and credentials are its own
 // (no CLONE_SIGHAND/FILES/FS/THREAD). Returns the pid, or -errno.
 long spawnCommand(const Context& ctx) {
-  constexpr size_t kStackBytes = 256 * 1024;
+  constexpr size_t kStackBytes = size_t{256} * 1024;
   void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return -errno;
   int pid = ::clone(commandEntry, static_cast<char*>(stack) + kStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD,

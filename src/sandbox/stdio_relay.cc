@@ -14,7 +14,7 @@ namespace corral::sandbox {
 namespace {
 
 constexpr long kPipefsMagic = 0x50495045;  // PIPEFS_MAGIC: an anonymous pipe
-constexpr size_t kChunk = 64 * 1024;
+constexpr size_t kChunk = size_t{64} * 1024;
 
 void setNonBlocking(int fd, bool on) {
   int flags = ::fcntl(fd, F_GETFL);
