@@ -335,10 +335,9 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
 
   // ---- Supervise: messages, signals to forward, the deadline, and init's exit. ----
   bool init_exited = false;
-  std::vector<pollfd> fds;
   while (!init_exited) {
     // A negative fd (no timer) is ignored by poll.
-    fds = {{sock.get(), POLLIN, 0}, {child_pidfd.get(), POLLIN, 0}, {forwarder.fd(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
+    std::vector<pollfd> fds = {{sock.get(), POLLIN, 0}, {child_pidfd.get(), POLLIN, 0}, {forwarder.fd(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
     relay.addPollFds(fds);
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
