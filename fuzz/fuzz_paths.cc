@@ -40,9 +40,34 @@ bool refNormalBody(std::string_view body) {
   return true;
 }
 
+// Well-formed UTF-8 by decoding (RFC 3629): no overlong form, no surrogate, nothing above
+// U+10FFFF. Written differently from the library's byte-range table on purpose.
+bool refUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    uint32_t cp = 0;
+    size_t n = 0;
+    if (b < 0x80) cp = b, n = 0;
+    else if ((b & 0xE0) == 0xC0) cp = b & 0x1F, n = 1;
+    else if ((b & 0xF0) == 0xE0) cp = b & 0x0F, n = 2;
+    else if ((b & 0xF8) == 0xF0) cp = b & 0x07, n = 3;
+    else return false;
+    if (s.size() - i <= n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
 bool refOutput(std::string_view rel) {
   if (rel.empty() || rel.size() > path::kMaxPath || rel.front() == '/') return false;
-  if (!refNormalBody(rel)) return false;
+  if (!refNormalBody(rel) || !refUtf8(rel)) return false;
   return split(rel).front() != ".corral";
 }
 

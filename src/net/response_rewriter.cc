@@ -116,6 +116,15 @@ ResponseRewriter::Status ResponseRewriter::parseHead(std::string& out, std::stri
     }
     if (code < 100) return fail("lease-response-malformed", "the upstream's status code is below 100");
     std::string_view reason = status_line.size() > 13 ? status_line.substr(13) : std::string_view();
+    // RFC 9112: HTAB, SP, VCHAR, obs-text only. A bare LF here would end the line for the
+    // client but not for this parser: a header the client sees (Transfer-Encoding) that
+    // corral did not, and a body that reaches the client without being de-framed and redacted
+    // (found by fuzz/fuzz_response_rewriter.cc).
+    for (char c : reason) {
+      const auto u = static_cast<unsigned char>(c);
+      if ((u < 0x20 && u != '\t') || u == 0x7f)
+        return fail("lease-response-malformed", "the upstream's reason phrase holds a control byte");
+    }
     std::vector<Header> headers;
     std::string_view lines = eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2);
     while (!lines.empty()) {

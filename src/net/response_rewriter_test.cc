@@ -131,6 +131,13 @@ TEST(ResponseRewriter, TruncationAndBadFramingAreErrors) {
       {"HTTP/1.1 200 OK\r\n folded\r\n\r\n", "lease-response-malformed"},
       {"SSH-2.0-x\r\n\r\n", "lease-response-malformed"},
       {"HTTP/1.1 101 Switching\r\n\r\n", "lease-response-malformed"},
+      // A bare LF in the reason phrase smuggles a header the client sees and corral does not:
+      // the chunked body would reach the client un-de-framed, the secret split across chunks.
+      {"HTTP/1.1 301 M\nTransfer-Encoding: chunked\r\n\r\n5\r\ntok-7\r\n10\r\nf3a/SECRET+value\r\n0\r\n\r\n",
+       "lease-response-malformed"},
+      {std::string("HTTP/1.1 200 O\0K\r\nContent-Length: 0\r\n\r\n", sizeof("HTTP/1.1 200 O\0K\r\nContent-Length: 0\r\n\r\n") - 1),
+       "lease-response-malformed"},
+      {"HTTP/1.1 200 O\rK\r\nContent-Length: 0\r\n\r\n", "lease-response-malformed"},
       {"", "upstream-unreachable"},
   };
   for (const Case& c : cases) {
