@@ -2,10 +2,14 @@
 // Property checks for the fuzz targets: a failed one prints the property and aborts.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace corral::fuzz {
 
@@ -35,6 +39,20 @@ inline bool noControlBytes(std::string_view s) {
     if (u < 0x20 || u == 0x7f) return false;
   }
   return true;
+}
+
+// Feed sizes that add up to total, from 0 to max_chunk - 1 each (0 included: empty feeds
+// must be harmless), derived from seed: streaming parsers must give the one-feed result.
+inline std::vector<size_t> chunking(uint32_t seed, size_t total, size_t max_chunk) {
+  std::vector<size_t> sizes;
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t done = 0; done < total;) {
+    x = x * 1103515245u + 12345u;
+    size_t n = std::min<size_t>(total - done, (x >> 16) % max_chunk);
+    sizes.push_back(n);
+    done += n;
+  }
+  return sizes;
 }
 
 }  // namespace corral::fuzz

@@ -39,18 +39,6 @@ Outcome run(const std::shared_ptr<const net::RedactionPatterns>& patterns, const
   return o;
 }
 
-std::vector<size_t> chunking(uint32_t seed, size_t total) {
-  std::vector<size_t> sizes;
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t done = 0; done < total;) {
-    x = x * 1103515245u + 12345u;
-    size_t n = std::min<size_t>(total - done, (x >> 16) % 23);
-    sizes.push_back(n);
-    done += n;
-  }
-  return sizes;
-}
-
 // The client's view: the head as sent, plus the body with corral's chunked framing removed.
 // Chunk sizes follow the input's chunking, the payload must not. false when corral's own
 // framing does not parse (a property violation of its own).
@@ -106,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto patterns = std::make_shared<const net::RedactionPatterns>(targets);
   const bool eof = flags & 4;
   fuzz::Outcome whole = fuzz::run(patterns, opts, body, {body.size()}, eof);
-  fuzz::Outcome split = fuzz::run(patterns, opts, body, fuzz::chunking(seed, body.size()), eof);
+  fuzz::Outcome split = fuzz::run(patterns, opts, body, fuzz::chunking(seed, body.size(), 23), eof);
   PROPERTY(whole.status == split.status, "status depends on chunking");
   PROPERTY(whole.rule == split.rule, "error rule depends on chunking: " + whole.rule + " vs " + split.rule);
   std::string whole_view, split_view;
