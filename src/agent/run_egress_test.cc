@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/fd_passing.h"
 #include "audit/trace.h"
 
 namespace corral::agent {
@@ -38,21 +39,8 @@ UniqueFd connectThrough(const UniqueFd& channel) {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return UniqueFd();
   UniqueFd client(pair[0]), proxy_end(pair[1]);
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  int fd = proxy_end.get();
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  if (::sendmsg(channel.get(), &msg, MSG_NOSIGNAL) != 1) return UniqueFd();
+  const char byte = 0;
+  if (sendWithFd(channel.get(), &byte, 1, proxy_end.get()) != 0) return UniqueFd();
   return client;
 }
 

@@ -2,6 +2,8 @@
 // Loopback bring-up with one ioctl (cheaper than a netlink round trip).
 #include "sandbox/netns.h"
 
+#include "base/fd_passing.h"
+
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -51,21 +53,8 @@ void relayPending(int listen_fd, int channel) {
       if (errno == EINTR) continue;
       return;  // EAGAIN: nothing more pending (or the listener failed: nothing to do)
     }
-    char byte = 'c';
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    ::memcpy(CMSG_DATA(cm), &c, sizeof c);
-    while (::sendmsg(channel, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-    }
+    const char byte = 'c';
+    (void)sendWithFd(channel, &byte, 1, c);  // a full channel or a gone proxy drops this one
     ::close(c);
   }
 }

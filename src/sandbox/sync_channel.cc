@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "base/fd_passing.h"
+
 namespace corral::sandbox::sync {
 
 const char* childStepName(int32_t step) {
@@ -31,29 +33,7 @@ const char* childStepName(int32_t step) {
   }
 }
 
-int send(int sock, const Message& m, int fd) {
-  iovec iov{const_cast<Message*>(&m), sizeof(m)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  if (fd >= 0) {
-    ::memset(control, 0, sizeof(control));
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    ::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  }
-  for (;;) {
-    ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
-    if (n == static_cast<ssize_t>(sizeof(m))) return 0;
-    if (n < 0 && errno == EINTR) continue;
-    return n < 0 ? errno : EIO;
-  }
-}
+int send(int sock, const Message& m, int fd) { return sendWithFd(sock, &m, sizeof(m), fd); }
 
 int recv(int sock, Message* m, int* fd) {
   if (fd) *fd = -1;

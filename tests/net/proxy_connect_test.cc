@@ -10,6 +10,8 @@
 
 #include "proxy_suite.h"
 
+#include "base/fd_passing.h"
+
 namespace corral::net::testing {
 namespace {
 
@@ -223,20 +225,8 @@ TEST_F(ProxyConnect, FdChannelServesEachReceivedSocketWithItsPolicy) {
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, client), 0);
   proxy_->adoptFdChannel(UniqueFd(chan[0]), policyOf("sandbox-7", {ports("http://127.0.0.1:HPORT")}));
   // What a sandbox's init does: one accepted socket per message, a 1-byte payload.
-  char byte = 'f';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &client[0], sizeof(int));
-  ASSERT_EQ(::sendmsg(chan[1], &msg, 0), 1);
+  const char byte = 'f';
+  ASSERT_EQ(sendWithFd(chan[1], &byte, 1, client[0]), 0);
   ::close(client[0]);
   const std::string a = "127.0.0.1:" + std::to_string(up_->http);
   std::string req = "GET http://" + a + "/chan HTTP/1.1\r\nHost: " + a + "\r\n\r\n";
