@@ -3,25 +3,50 @@
 #include "audit/sha256.h"
 
 #include <openssl/evp.h>
-#include <openssl/sha.h>
 
 #include <cstdlib>
+#include <memory>
 
 namespace corral::audit {
 
+namespace {
+
+// OpenSSL 3's one-shot SHA256() looks the algorithm up in its provider store (a lock and a
+// hash-table probe) on every call; verify hashes every trace line, so the algorithm is
+// fetched once and each thread keeps one context.
+const EVP_MD* sha256Md() {
+  static const EVP_MD* md = [] {
+    const EVP_MD* m = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    if (m == nullptr) std::abort();  // a static OpenSSL without SHA-256: nothing can be verified
+    return m;
+  }();
+  return md;
+}
+
+struct CtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+}  // namespace
+
 Sha256Digest sha256(std::string_view bytes) {
+  thread_local std::unique_ptr<EVP_MD_CTX, CtxFree> ctx(EVP_MD_CTX_new());
   Sha256Digest d{};
-  ::SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d.data());
+  unsigned int n = 0;
+  if (!ctx || EVP_DigestInit_ex2(ctx.get(), sha256Md(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 || EVP_DigestFinal_ex(ctx.get(), d.data(), &n) != 1 ||
+      n != d.size())
+    std::abort();  // only allocation failure can get here
   return d;
 }
 
 std::string toHex(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
+  std::string out(bytes.size() * 2, '\0');
+  char* o = out.data();
   for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 0xf]);
+    *o++ = kDigits[c >> 4];
+    *o++ = kDigits[c & 0xf];
   }
   return out;
 }
@@ -33,7 +58,7 @@ std::string sha256Hex(std::string_view bytes) {
 
 Sha256Stream::Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
   // Allocation failure of a few hundred bytes: nothing sensible to continue with.
-  if (ctx_ == nullptr || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1) std::abort();
+  if (ctx_ == nullptr || EVP_DigestInit_ex2(static_cast<EVP_MD_CTX*>(ctx_), sha256Md(), nullptr) != 1) std::abort();
 }
 
 Sha256Stream::~Sha256Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
@@ -61,9 +86,13 @@ std::string Sha256Stream::peekHex() const {
 
 bool isSha256Hex(std::string_view s) {
   if (s.size() != 64) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
+  // Branch-free per byte: verify calls this for every trace line.
+  unsigned bad = 0;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    bad |= static_cast<unsigned>(static_cast<unsigned>(c - '0') > 9u && static_cast<unsigned>(c - 'a') > 5u);
+  }
+  return bad == 0;
 }
 
 }  // namespace corral::audit
