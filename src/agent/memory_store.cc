@@ -43,6 +43,52 @@ bool dirIsEmpty(int dir) {
   return true;
 }
 
+// Everything under .corral/mem/.git must be what git itself makes there: directories and
+// single-link regular files. The host's git runs on this store, outside any sandbox, so a
+// workspace that arrives with a crafted store (an untrusted archive) must not steer it:
+// a symlink or hard link would make git write through to a file elsewhere (logs/HEAD,
+// objects/, refs/), commondir and config.worktree name config files the check below never
+// reads, and alternates make git read objects from another directory.
+constexpr size_t kMaxGitEntries = 1'000'000;
+constexpr int kMaxGitDepth = 16;
+
+Result<void> checkGitTree(int dir, const std::string& rel, int depth, size_t& entries) {
+  if (depth > kMaxGitDepth) return Error(Errc::kRefused, "memory store " + rel + ": nested too deep: refusing");
+  UniqueFd dup(::fcntl(dir, F_DUPFD_CLOEXEC, 3));
+  DIR* d = dup.valid() ? ::fdopendir(dup.get()) : nullptr;
+  if (d == nullptr) return sysError("memory store " + rel);
+  (void)dup.release();
+  std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
+  ::rewinddir(d);
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = rel + "/" + name;
+    if (++entries > kMaxGitEntries)
+      return Error(Errc::kRefused, "memory store .corral/mem/.git has more than 1000000 entries: refusing");
+    if (depth == 0 && (name == "commondir" || name == "config.worktree" || name == "gitdir"))
+      return Error(Errc::kRefused, "memory store " + path + " would point git at other config or another repository: refusing");
+    if (depth == 1 && rel.ends_with("/objects") && name == "info") {
+      struct stat ist;
+      for (const char* alt : {"info/alternates", "info/http-alternates"})
+        if (::fstatat(dir, alt, &ist, AT_SYMLINK_NOFOLLOW) == 0)
+          return Error(Errc::kRefused, "memory store " + rel + "/" + alt + " borrows objects from elsewhere: refusing");
+    }
+    struct stat st;
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError("memory store " + path);
+    if (S_ISDIR(st.st_mode)) {
+      UniqueFd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub.valid()) return sysError("memory store " + path);
+      RETURN_IF_ERROR(checkGitTree(sub.get(), path, depth + 1, entries));
+    } else if (!S_ISREG(st.st_mode)) {
+      return Error(Errc::kRefused, "memory store " + path + " is not a regular file or directory (a symlink?): refusing");
+    } else if (st.st_nlink != 1) {
+      return Error(Errc::kRefused, "memory store " + path + " has other hard links: refusing");
+    }
+  }
+  return {};
+}
+
 // Opens .corral/mem (creating it when create), refusing everything checkMemoryStore refuses.
 // has_git reports whether .git exists.
 Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_git) {
@@ -63,6 +109,8 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
     *has_git = true;
     UniqueFd git_dir(::openat(mem.get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!git_dir.valid()) return sysError("memory store .corral/mem/.git");
+    size_t entries = 0;
+    RETURN_IF_ERROR(checkGitTree(git_dir.get(), ".corral/mem/.git", 0, entries));
     UniqueFd config(::openat(git_dir.get(), "config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (config.valid()) {
       if (::fstat(config.get(), &st) != 0 || !S_ISREG(st.st_mode))

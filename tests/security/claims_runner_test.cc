@@ -434,7 +434,7 @@ TEST(RunnerToolCallsGated, WithoutNamespacesDryRunsWorkAndAppliedCommandsAreRefu
 
 // ---- memory store and mailbox ----
 
-TEST(RunnerMemoryStore, OneCommitPerRunAndHostileStoresAbort) {
+TEST(RunnerMemoryStoreContained, OneCommitPerRunAndHostileStoresAbort) {
   if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
   RunFixture f;
   f.reply({call("finish", {{"summary", "one"}})});
@@ -466,6 +466,76 @@ TEST(RunnerMemoryStore, OneCommitPerRunAndHostileStoresAbort) {
   ASSERT_EQ(::symlink(elsewhere.path().c_str(), (h.ws / ".corral/mem").c_str()), 0);
   EXPECT_EQ(h.run().exit_code, 125);
   EXPECT_FALSE(elsewhere.exists("runs"));
+}
+
+// The host's git runs on the store outside any sandbox, so a workspace that arrives with a
+// crafted store must not steer it: commondir naming an unchecked config (whose clean filter
+// would run a program on the host), a symlink or hard link through which git's own writes
+// land elsewhere, alternates borrowing objects. Each is refused before git runs.
+TEST(RunnerMemoryStoreContained, ACraftedStoreNeverSteersTheHostsGit) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  TempDir outside("outside");
+  const std::string marker = outside.path() + "/ran";
+  const std::string victim = outside.path() + "/victim";
+  auto plant = [&](RunFixture& f) {
+    f.reply({call("finish", {{"summary", "x"}})});
+    ASSERT_EQ(corral::testing::run({"/usr/bin/git", "init", "-q", f.ws / ".corral/mem"}).exit_code, 0);
+    f.ws.write(".corral/mem/.gitattributes", "runs/* filter=x\n");
+    f.ws.write(".corral/mem/p.sh", "id > " + marker + "\ncat\n");
+  };
+  struct Case {
+    const char* what;
+    std::function<void(RunFixture&)> hostile;
+  };
+  const Case cases[] = {
+      {"commondir", [&](RunFixture& f) {
+         ::mkdir((f.ws / ".corral/mem/.git/c").c_str(), 0755);
+         f.ws.write(".corral/mem/.git/commondir", "c\n");
+         f.ws.write(".corral/mem/.git/c/config", "[core]\n\trepositoryformatversion = 0\n[filter \"x\"]\n\tclean = sh ./p.sh\n");
+       }},
+      {"config.worktree", [&](RunFixture& f) {
+         f.ws.write(".corral/mem/.git/config.worktree", "[filter \"x\"]\n\tclean = sh ./p.sh\n");
+       }},
+      {"symlinked reflog", [&](RunFixture& f) {
+         ::mkdir((f.ws / ".corral/mem/.git/logs").c_str(), 0755);
+         ASSERT_EQ(::symlink(victim.c_str(), (f.ws / ".corral/mem/.git/logs/HEAD").c_str()), 0);
+       }},
+      {"hard-linked reflog", [&](RunFixture& f) {
+         ::mkdir((f.ws / ".corral/mem/.git/logs").c_str(), 0755);
+         ASSERT_EQ(::link(victim.c_str(), (f.ws / ".corral/mem/.git/logs/HEAD").c_str()), 0);
+       }},
+      {"symlinked objects", [&](RunFixture& f) {
+         ASSERT_EQ(corral::testing::run({"/bin/rm", "-rf", f.ws / ".corral/mem/.git/objects"}).exit_code, 0);
+         ASSERT_EQ(::symlink(outside.path().c_str(), (f.ws / ".corral/mem/.git/objects").c_str()), 0);
+       }},
+      {"alternates", [&](RunFixture& f) {
+         f.ws.write(".corral/mem/.git/objects/info/alternates", outside.path() + "\n");
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::filesystem::remove(marker);
+    std::filesystem::remove(victim);
+    outside.write("victim", "untouched\n");
+    RunFixture f;
+    plant(f);
+    c.hostile(f);
+    RunResult r = f.run();
+    EXPECT_EQ(r.exit_code, 125) << claim("runner.memory-store-contained", c.what) << r.describe();
+    EXPECT_FALSE(std::filesystem::exists(marker)) << claim("runner.memory-store-contained", "a program ran on the host");
+    EXPECT_EQ(outside.read("victim"), "untouched\n") << claim("runner.memory-store-contained", "git wrote through a link");
+    auto m = f.entries("memory_store");
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_EQ(m[0]["status"], "refused");
+  }
+  // Control: the same planted store without the hostile part commits, and the filter in the
+  // checked .git/config would have been refused by the config check, not ignored.
+  RunFixture ok;
+  plant(ok);
+  RunResult r = ok.run();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(ok.entries("memory_store").back()["status"], "committed");
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 TEST(RunnerMemoryStore, WithoutGitTheRunContinuesOnFileBackedMemory) {
