@@ -63,13 +63,20 @@ bool writeAll(int fd, const char* data, size_t len) {
 
 }  // namespace
 
-bool stdioSafeToHandOver(int fd) {
+bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return true;  // not open: nothing is handed over
-  if (S_ISSOCK(st.st_mode)) return true;
+  if (S_ISSOCK(st.st_mode)) return true;   // a socket cannot be reopened through /proc/self/fd
   if (S_ISFIFO(st.st_mode)) {
     struct statfs fs;
-    return ::fstatfs(fd, &fs) == 0 && fs.f_type == kPipefsMagic;  // a named FIFO is a host inode
+    if (::fstatfs(fd, &fs) != 0 || fs.f_type != kPipefsMagic) return false;  // a named FIFO is a host inode
+    // An anonymous pipe can still be reopened through /proc/self/fd by a uid the inode lets in,
+    // and in the other direction: stdin opened for writing feeds whatever host process reads
+    // that pipe after corral, stdout opened for reading takes bytes other writers meant for the
+    // real reader. Rootless the pipe's owner is the sandbox's own host uid, so it is relayed.
+    const bool owner = st.st_uid == sandbox.host_uid;
+    const bool group = st.st_gid == sandbox.host_gid && (st.st_mode & 0060) != 0;
+    return !owner && !group && (st.st_mode & 0006) == 0;
   }
   // /dev/null and friends: owned by root (or someone else), not a terminal. A terminal the
   // sandbox could chmod, make its controlling tty or leave in raw mode is relayed.
@@ -77,11 +84,11 @@ bool stdioSafeToHandOver(int fd) {
   return false;
 }
 
-Result<StdioRelay> StdioRelay::plan(const int given[3]) {
+Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan& sandbox) {
   StdioRelay relay;
   for (int n = 0; n <= 2; ++n) {
     const int host = given[n] >= 0 ? given[n] : n;
-    if (stdioSafeToHandOver(host)) continue;
+    if (stdioSafeToHandOver(host, sandbox)) continue;
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return sysError("stdio relay: pipe");
     UniqueFd read_end(p[0]), write_end(p[1]);

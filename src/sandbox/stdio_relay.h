@@ -15,19 +15,22 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "sandbox/userns.h"
 
 namespace corral::sandbox {
 
-// True for an fd whose inode gives the sandbox nothing on the host: an anonymous pipe, a
-// socket, or a character device the caller does not own (/dev/null, /dev/zero). Regular
-// files, named FIFOs, terminals the caller owns and anything else are not.
-bool stdioSafeToHandOver(int fd);
+// True for an fd whose inode gives the sandbox nothing on the host: a socket, an anonymous
+// pipe the sandbox's host uid cannot reopen (another owner, no group or other bits for it), or
+// a character device the caller does not own (/dev/null, /dev/zero). Regular files, named
+// FIFOs, terminals the caller owns, pipes the sandbox uid owns (every pipe of a rootless
+// caller) and anything else are not.
+bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox);
 
 class StdioRelay {
  public:
   // For each of 0..2 whose fd (given[n] >= 0, else n itself) is not safe to hand over, makes a
   // pipe: the sandbox gets one end, which sandboxFd(n) returns (>= 3, as init requires).
-  static Result<StdioRelay> plan(const int given[3]);
+  static Result<StdioRelay> plan(const int given[3], const userns::IdMapPlan& sandbox);
 
   StdioRelay() = default;
   StdioRelay(StdioRelay&&) = default;

@@ -97,6 +97,79 @@ TEST(FdStdioNoHostMetadata, ControlTheScriptChangesTheFilesWhenHandedThemDirectl
   EXPECT_EQ(h.dir.read("out.txt"), "relayed:hello\n") << "control: ftruncate had no effect";
 }
 
+// Reopens stdin for writing and stdout for reading through /proc/self/fd. On a pipe the
+// caller's uid owns (every pipe of a rootless caller: the sandbox uid is the caller's) the
+// first feeds whatever host process reads that stdin after corral, the second takes bytes
+// another writer meant for the real reader.
+const char kReopen[] = R"PY(
+import os, sys
+got = []
+try:
+    w = os.open("/proc/self/fd/0", os.O_WRONLY | os.O_NONBLOCK)
+    os.write(w, b"INJECTED\n")
+    got.append("wrote-stdin")
+except OSError:
+    got.append("no-write")
+try:
+    r = os.open("/proc/self/fd/1", os.O_RDONLY | os.O_NONBLOCK)
+    got.append("read-stdout:" + os.read(r, 100).decode(errors="replace"))
+except OSError:
+    got.append("no-read")
+sys.stderr.write(" ".join(got) + "\n")
+print("done")
+)PY";
+
+struct PipeStdio {
+  int in[2] = {-1, -1}, out[2] = {-1, -1};
+  PipeStdio() {
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return;
+    (void)!::write(out[1], "HOSTDATA\n", 9);  // already in the pipe for the real reader
+  }
+  ~PipeStdio() {
+    for (int fd : {in[0], in[1], out[0], out[1]})
+      if (fd >= 0) ::close(fd);
+  }
+  RunOptions stdio() const {
+    RunOptions o;
+    o.stdin_fd = in[0];
+    o.leak_fds = {{out[1], 1}};
+    return o;
+  }
+  static std::string drain(int fd) {
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    std::string s;
+    char buf[256];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) s.append(buf, static_cast<size_t>(n));
+    return s;
+  }
+  std::string leftInStdin() const { return drain(in[0]); }
+  std::string stdoutSeen() {
+    ::close(out[1]);
+    out[1] = -1;
+    return drain(out[0]);
+  }
+};
+
+TEST(FdStdioNoHostMetadata, APipeIsNeverReopenedTheOtherWay) {
+  PipeStdio p;
+  ASSERT_GE(p.out[0], 0);
+  TempDir ws("ws");
+  RunResult r = runCorral({"--workspace", ws.path()}, {"python3", "-c", kReopen}, p.stdio());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(p.leftInStdin(), "") << claim("fd.stdio-no-host-metadata", "the command wrote into the caller's stdin pipe");
+  EXPECT_EQ(p.stdoutSeen(), "HOSTDATA\ndone\n")
+      << claim("fd.stdio-no-host-metadata", "the command read the caller's stdout pipe") << r.describe();
+}
+
+// Control: handed the same pipes directly (as the caller's uid), the script does both.
+TEST(FdStdioNoHostMetadata, ControlTheScriptReopensPipesHandedToItDirectly) {
+  PipeStdio p;
+  RunResult r = run({"/usr/bin/python3", "-c", kReopen}, p.stdio());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(p.leftInStdin(), "INJECTED\n") << r.describe();
+  EXPECT_EQ(p.stdoutSeen(), "done\n") << "control: HOSTDATA was not taken";
+}
+
 TEST(FdStdioNoHostMetadata, ATerminalIsNeverHandedOver) {
   Pty pty;
   struct stat before {};
