@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -44,17 +45,37 @@ class FsIdScope {
   bool active_;
 };
 
+// Copies the data regions of from (its first size bytes) and leaves its holes as holes, then
+// sets the length. A sparse file is as large as its data: `truncate -s 1G` in a 1M workspace
+// must not become 1 GiB of zeros written to the host's disk at copy-back (or to the tmpfs at
+// staging). Without SEEK_DATA support the whole range counts as data.
 Result<void> copyData(int from, int to, uint64_t size, const std::string& what) {
-  uint64_t left = size;
-  while (left > 0) {
-    ssize_t n = ::sendfile(to, from, nullptr, left > (1u << 30) ? (1u << 30) : left);
-    if (n < 0) {
-      if (errno == ENOSPC) return Error(Errc::kLimit, what + ": workspace is full (raise --workspace-size)");
-      return sysError(what);
+  auto failed = [&what]() -> Error {
+    if (errno == ENOSPC || errno == EFBIG) return Error(Errc::kLimit, what + ": workspace is full (raise --workspace-size)");
+    return sysError(what);
+  };
+  const auto end = static_cast<off_t>(size);
+  off_t length = end;  // shorter if the file shrank while we copied
+  for (off_t pos = 0; pos < length;) {
+    off_t data = ::lseek(from, pos, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // only a hole is left
+    if (data < 0) data = pos;               // no hole support here: copy it all
+    if (data >= length) break;
+    off_t hole = ::lseek(from, data, SEEK_HOLE);
+    if (hole < 0 || hole > length) hole = length;
+    if (::lseek(to, data, SEEK_SET) < 0) return sysError(what);
+    for (off_t off = data; off < hole;) {
+      const auto chunk = static_cast<size_t>(std::min<off_t>(hole - off, off_t{1} << 30));
+      ssize_t n = ::sendfile(to, from, &off, chunk);
+      if (n < 0) return failed();
+      if (n == 0) {  // the file shrank while we copied: keep what we have
+        length = off;
+        break;
+      }
     }
-    if (n == 0) break;  // the file shrank while we copied: keep what we have
-    left -= static_cast<uint64_t>(n);
+    pos = hole;
   }
+  if (::ftruncate(to, length) != 0) return failed();
   return {};
 }
 

@@ -72,6 +72,31 @@ TEST(LimitsTmpfsSize, WorkspaceLargerThanTheCapIsRefusedAtStaging) {
   EXPECT_TRUE(r.out.empty()) << "the command ran" << r.describe();
 }
 
+// A sparse output is as large as its data: `truncate -s 1G` in a 1M workspace costs the
+// tmpfs nothing, and must not cost the host's disk 1 GiB at copy-back either. Data around a
+// hole is copied exactly.
+TEST(LimitsTmpfsSize, ASparseOutputStaysSparseOnTheHost) {
+  TempDir ws("ws");
+  RunResult r = runCorral({"--workspace", ws.path(), "--workspace-size", "1M", "--output", "big", "--output", "holey"},
+                          {"sh", "-c",
+                           "truncate -s 1G big && printf head > holey && truncate -s 20M holey && "
+                           "printf tail >> holey"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  struct stat big {}, holey {};
+  ASSERT_EQ(::stat((ws / "big").c_str(), &big), 0);
+  ASSERT_EQ(::stat((ws / "holey").c_str(), &holey), 0);
+  EXPECT_EQ(big.st_size, off_t{1} << 30);
+  EXPECT_LT(big.st_blocks * 512, off_t{1} << 20)
+      << claim("limits.tmpfs-size", "a 1G sparse output took " + std::to_string(big.st_blocks * 512) + " bytes of host disk");
+  EXPECT_LT(holey.st_blocks * 512, off_t{4} << 20) << claim("limits.tmpfs-size", "the hole was filled on the host");
+  EXPECT_EQ(holey.st_size, (off_t{20} << 20) + 4);
+  std::string content = ws.read("holey");
+  ASSERT_EQ(content.size(), (size_t{20} << 20) + 4);
+  EXPECT_EQ(content.substr(0, 4), "head");
+  EXPECT_EQ(content.substr(content.size() - 4), "tail");
+  EXPECT_EQ(content.find_first_not_of('\0', 4), content.size() - 4) << "the hole did not read as zeros";
+}
+
 TEST(LimitsTmpfsSize, ControlFillUnderTheCapSucceeds) {
   for (const auto& f : kFills) EXPECT_TRUE(probeDid(runProbe({f.flag, "8M"}, {"write-big", f.path, "1M"}))) << f.path;
 }
