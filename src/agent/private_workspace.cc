@@ -14,7 +14,9 @@
 #include <memory>
 #include <random>
 
+#include "audit/canonical_json.h"
 #include "audit/sha256.h"
+#include "base/open_beneath.h"
 #include "base/read_fd.h"
 #include "sandbox/workspace.h"
 
@@ -22,14 +24,6 @@ namespace corral::agent {
 namespace {
 
 constexpr int kMaxDepth = 64;
-
-int openBeneath(int dir, const std::string& rel, uint64_t flags, mode_t mode = 0) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.mode = mode;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  return static_cast<int>(::syscall(SYS_openat2, dir, rel.c_str(), &how, sizeof how));
-}
 
 const char* kindOf(mode_t mode) {
   if (S_ISLNK(mode)) return "symlink";
@@ -47,6 +41,17 @@ bool wanted(const policy::Manifest& m, const std::string& rel) {
   return false;
 }
 
+// Whether a declared input or output could lie below the directory rel: the walk enters no
+// other directory, so a deep node_modules or an unreadable directory no input names neither
+// costs time nor aborts the run.
+bool wantedBelow(const policy::Manifest& m, const std::string& rel) {
+  for (const std::string& o : m.outputs)
+    if (o.size() > rel.size() && o.starts_with(rel) && o[rel.size()] == '/') return true;
+  for (const std::string& p : m.inputs)
+    if (policy::inputGlobMayMatchBelow(p, rel)) return true;
+  return false;
+}
+
 // Creates the parents of rel beneath root (no symlinks), returning the parent's fd.
 Result<UniqueFd> makeParents(int root, const std::string& rel) {
   UniqueFd dir(::fcntl(root, F_DUPFD_CLOEXEC, 3));
@@ -56,7 +61,7 @@ Result<UniqueFd> makeParents(int root, const std::string& rel) {
     const std::string comp = rel.substr(start, slash - start);
     start = slash + 1;
     if (::mkdirat(dir.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return sysError(rel + ": mkdir");
-    UniqueFd next(openBeneath(dir.get(), comp, O_PATH | O_DIRECTORY));
+    UniqueFd next(openBeneath(dir.get(), comp.c_str(), O_PATH | O_DIRECTORY));
     if (!next.valid()) return sysError(std::string(rel).append(": ").append(comp));
     dir = std::move(next);
   }
@@ -109,7 +114,14 @@ Result<void> walk(int src_dir, int dst_root, const std::string& prefix, int dept
     const std::string rel = prefix.empty() ? name : std::string(prefix).append("/").append(name);
     struct stat st;
     if (::fstatat(src_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError(rel);
+    // Tool arguments and the trace are JSON (UTF-8): a name that is not cannot be named by
+    // the model or recorded, so it is listed as refused (hashed in the trace), never staged.
+    if (!audit::isValidUtf8(name)) {
+      if (S_ISDIR(st.st_mode) ? wantedBelow(m, rel) : wanted(m, rel)) report.refused.push_back(rel + ": name is not UTF-8");
+      continue;
+    }
     if (S_ISDIR(st.st_mode)) {
+      if (!wantedBelow(m, rel)) continue;
       UniqueFd sub(::openat(src_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub.valid()) return sysError(rel);
       RETURN_IF_ERROR(walk(sub.get(), dst_root, rel, depth + 1, m, max_bytes, report));
@@ -160,7 +172,7 @@ Result<StageReport> PrivateWorkspace::stageFrom(const std::string& host_workspac
 
 Result<std::string> PrivateWorkspace::readFile(std::string_view rel, uint64_t max_bytes) const {
   const std::string r(rel);
-  UniqueFd fd(openBeneath(dir_.get(), r, O_RDONLY | O_NOFOLLOW));
+  UniqueFd fd(openBeneath(dir_.get(), r.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));  // a FIFO must not block
   if (!fd.valid()) {
     if (errno == ELOOP || errno == EXDEV) return Error(Errc::kRefused, r + ": resolves through a symlink or outside the workspace");
     return sysError(r);

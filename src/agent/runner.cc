@@ -20,6 +20,7 @@
 #include "audit/sha256.h"
 #include "audit/signing.h"
 #include "audit/trace.h"
+#include "base/open_beneath.h"
 #include "base/read_fd.h"
 #include "sandbox/host_facilities.h"
 
@@ -125,6 +126,26 @@ std::optional<std::string> sandboxGap() {
   for (const sandbox::Facility& f : host.facilities)
     if (f.required && !f.available) return f.name + (f.detail.empty() ? "" : " (" + f.detail + ")");
   return std::nullopt;
+}
+
+// SHA-256 of the host's copy of a declared output before copy-back ("" when there is no
+// regular file there), to report "changed". Opened beneath the workspace through no symlink
+// and without blocking, and hashed as a stream: the host workspace may hold a FIFO, a device
+// or a symlinked directory where an output is declared.
+std::string hostOutputHash(int host_dir, const std::string& path) {
+  UniqueFd f(openBeneath(host_dir, path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY));
+  struct stat st;
+  if (!f.valid() || ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  audit::Sha256Stream hash;
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(f.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "";
+    if (n == 0) break;
+    hash.update(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  return hash.hexDigest();
 }
 
 }  // namespace
@@ -302,14 +323,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
       json o = {{"path", path}, {"sha256", after}};
       if (request.apply) {
         UniqueFd host(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        std::string before;
-        if (host.valid()) {
-          UniqueFd f(::openat(host.get(), path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-          if (f.valid()) {
-            auto c = readUpTo(f.get(), size_t{1} << 31, path);
-            if (c.ok()) before = audit::sha256Hex(*c);
-          }
-        }
+        const std::string before = host.valid() ? hostOutputHash(host.get(), path) : "";
         o["changed"] = !after.empty() && after != before;
       }
       outputs.push_back(o);

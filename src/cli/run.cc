@@ -84,7 +84,15 @@ int runMain(const std::vector<std::string>& args) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto summary = agent::runManifest(parsed->request);
+  Result<agent::RunSummary> summary = Error(Errc::kIo, "not run");
+  try {
+    summary = agent::runManifest(parsed->request);
+  } catch (const std::exception& e) {
+    // A bug, not an input: errors are values everywhere else. Unwinding still removes the
+    // private workspace and releases the record's lock; the trace is left unsealed.
+    std::fprintf(stderr, "corral: run: internal error (%s); the record is left without a result\n", e.what());
+    return agent::kRunRefused;
+  }
   if (!summary.ok()) {
     std::fprintf(stderr, "corral: run: %s\n", summary.error().message().c_str());
     return agent::kRunRefused;

@@ -110,6 +110,10 @@ std::string manifestToCanonicalJson(const Manifest& m);
 // component is matched only by a literal '.'. A path not in normal form never matches.
 bool inputGlobMatch(std::string_view pattern, std::string_view path);
 
+// False only when no path below the directory dir can match pattern (inputGlobMatch), so a
+// workspace walk need not enter dir. Conservative: true whenever a match below is possible.
+bool inputGlobMayMatchBelow(std::string_view pattern, std::string_view dir);
+
 // True when pattern contains a glob metacharacter (* or ?).
 bool isGlob(std::string_view pattern);
 

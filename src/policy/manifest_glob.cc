@@ -102,6 +102,39 @@ bool inputGlobMatch(std::string_view pattern, std::string_view path) {
   return match[sc.size()];
 }
 
+bool inputGlobMayMatchBelow(std::string_view pattern, std::string_view dir) {
+  if (pattern.empty() || dir.empty()) return false;
+  std::vector<std::string_view> pc = split(pattern), dc = split(dir);
+  if (!normalPath(dc)) return false;
+  // The pattern positions reachable after the directory's components; "**" (not last) may
+  // also match nothing, so a position on it reaches the next one too.
+  auto closure = [&pc](std::vector<bool> states) {
+    for (size_t i = 0; i < pc.size(); ++i)
+      if (states[i] && pc[i] == "**" && i + 1 < pc.size()) states[i + 1] = true;
+    return states;
+  };
+  std::vector<bool> states(pc.size() + 1, false);
+  states[0] = true;
+  for (std::string_view c : dc) {
+    states = closure(std::move(states));
+    std::vector<bool> next(pc.size() + 1, false);
+    for (size_t i = 0; i < pc.size(); ++i) {
+      if (!states[i]) continue;
+      if (pc[i] == "**") {
+        if (!dotLeading(c)) next[i] = true;  // "**" goes on past c (never into a dot directory)
+      } else if (componentMatch(pc[i], c)) {
+        next[i + 1] = true;
+      }
+    }
+    states = std::move(next);
+  }
+  states = closure(std::move(states));
+  // Some component is still to be matched: a path below dir may complete the pattern.
+  for (size_t i = 0; i < pc.size(); ++i)
+    if (states[i]) return true;
+  return false;
+}
+
 namespace manifest_fields {
 
 Result<std::string> inputPattern(std::string_view p) {

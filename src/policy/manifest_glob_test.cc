@@ -138,5 +138,58 @@ TEST(InputGlobMatch, LongInputsFinishQuickly) {
   EXPECT_FALSE(inputGlobMatch(pattern, path));
 }
 
+TEST(InputGlobMayMatchBelow, KnownCases) {
+  struct Case {
+    const char* pattern;
+    const char* dir;
+    bool may;
+  };
+  const Case cases[] = {
+      {"src/*.c", "src", true},          {"src/*.c", "node_modules", false}, {"src/*.c", "src/sub", false},
+      {"src/**", "src", true},           {"src/**", "src/a/b", true},        {"src/**", "lib", false},
+      {"**", "a/b/c", true},             {"**", ".git", false},              {"**/x", "a/b", true},
+      {"**/.env", "a", true},            {"a/b", "a", true},                 {"a/b", "a/b", false},
+      {"*/x", "d", true},                {"*/x", ".d", false},               {".cfg/*", ".cfg", true},
+      {"a/**/b/*", "a/x/y/b", true},     {"a/**/b", "c", false},             {"x", "x", false},
+      {"src/*.c", "src/../x", false},    {"", "a", false},                   {"a/*", "", false},
+  };
+  for (const Case& c : cases) EXPECT_EQ(inputGlobMayMatchBelow(c.pattern, c.dir), c.may) << c.pattern << " under " << c.dir;
+}
+
+// The pruning is only sound if it never skips a directory holding a match: every path that
+// inputGlobMatch accepts must have each of its ancestors accepted here. Exhaustive over a
+// small alphabet of components and patterns.
+TEST(InputGlobMayMatchBelow, NeverPrunesADirectoryHoldingAMatch) {
+  const std::vector<std::string> comps = {"a", "b", "ab", ".h"};
+  const std::vector<std::string> pats = {"a", "*", "?", "a*", "*b", ".h", "**", ".*"};
+  std::vector<std::string> paths = {""};
+  std::vector<std::string> all;
+  for (int depth = 0; depth < 4; ++depth) {
+    std::vector<std::string> longer;
+    for (const std::string& p : paths)
+      for (const std::string& c : comps) longer.push_back(p.empty() ? c : p + "/" + c);
+    all.insert(all.end(), longer.begin(), longer.end());
+    paths = std::move(longer);
+  }
+  std::vector<std::string> patterns;
+  for (const std::string& x : pats) {
+    patterns.push_back(x);
+    for (const std::string& y : pats) {
+      patterns.push_back(x + "/" + y);
+      for (const std::string& z : {std::string("a"), std::string("**"), std::string("*")}) patterns.push_back(x + "/" + y + "/" + z);
+    }
+  }
+  size_t checked = 0;
+  for (const std::string& pat : patterns)
+    for (const std::string& path : all) {
+      if (!inputGlobMatch(pat, path)) continue;
+      for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+        ++checked;
+        ASSERT_TRUE(inputGlobMayMatchBelow(pat, path.substr(0, slash))) << pat << " matches " << path;
+      }
+    }
+  EXPECT_GT(checked, 1000u);
+}
+
 }  // namespace
 }  // namespace corral::policy

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/open_beneath.h"
 #include "base/unique_fd.h"
 
 namespace corral::sandbox::workspace {
@@ -133,14 +134,6 @@ Result<void> stageDir(int src, int dst, const Owner& owner, StageStats& stats, i
     }
   }
   return {};
-}
-
-int openBeneath(int dir, const char* path, uint64_t flags, mode_t mode = 0) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.mode = mode;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  return static_cast<int>(::syscall(SYS_openat2, dir, path, &how, sizeof(how)));
 }
 
 const char* kindOf(mode_t mode) {

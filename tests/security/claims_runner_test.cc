@@ -211,6 +211,28 @@ TEST(RunnerToolCallsGated, SymlinkedInputsAreNeverStagedOrFollowed) {
   EXPECT_NE(staged[0]["refused"].dump().find("link.txt: symlink"), std::string::npos) << staged[0].dump();
 }
 
+// Staging enters only directories a declared input or output could lie below, and a file
+// name that is not UTF-8 (which no tool argument or trace entry can carry) is refused, not a
+// crash that leaves the record unsealed.
+TEST(RunnerToolCallsGated, StagingRefusesNonUtf8NamesAndSkipsUnrelatedTrees) {
+  RunFixture f;
+  f.manifest["inputs"] = {"in/*"};
+  ::mkdir((f.ws / "in").c_str(), 0755);
+  f.ws.write("in/good.txt", "g");
+  f.ws.write("in/bad\xff", "b");
+  std::string deep = "node_modules";
+  for (int i = 0; i < 80; ++i) deep += "/d";  // deeper than staging's nesting limit
+  ASSERT_EQ(corral::testing::run({"/bin/mkdir", "-p", f.ws / deep}).exit_code, 0);
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto staged = f.entries("workspace_staged");
+  ASSERT_EQ(staged.size(), 1u) << r.describe();
+  EXPECT_EQ(staged[0]["files"], 1) << staged[0].dump();
+  ASSERT_EQ(staged[0]["refused"].size(), 1u) << staged[0].dump();
+  EXPECT_TRUE(f.ws.exists(".corral/result.json")) << "the record was not sealed";
+}
+
 TEST(RunnerToolCallsGated, MalformedModelCallsAreRefusedAndTraced) {
   RunFixture f;
   f.reply({rawCall("read", "{not json"),
@@ -430,6 +452,29 @@ TEST(RunnerToolCallsGated, WithoutNamespacesDryRunsWorkAndAppliedCommandsAreRefu
   EXPECT_TRUE(refusedWith(calls, 2, "sandbox-unavailable")) << claim("runner.tool-calls-gated", "an applied run without namespaces");
   EXPECT_NE(calls[2]["reason"].get<std::string>().find("user namespaces"), std::string::npos) << calls[2].dump();
   EXPECT_EQ(f.ws.read("out.txt"), "x");
+}
+
+// The host copy of a declared output is hashed before copy-back (to report "changed"). A
+// FIFO there, or one reached through a symlinked directory, must neither hang the run nor be
+// opened: the old code opened it blocking, following the directory link.
+TEST(RunnerToolCallsGated, AHostileHostOutputNeitherHangsTheRunNorIsReachedThroughASymlink) {
+  RunFixture f;
+  TempDir outside("outside");
+  f.manifest["outputs"] = {"out.txt", "sub/f"};
+  ASSERT_EQ(::mkfifo((f.ws / "out.txt").c_str(), 0644), 0);
+  ASSERT_EQ(::mkfifo((outside / "f").c_str(), 0644), 0);
+  ASSERT_EQ(::symlink(outside.path().c_str(), (f.ws / "sub").c_str()), 0);
+  f.reply({call("write", {{"path", "out.txt"}, {"content", "x"}}), call("write", {{"path", "sub/f"}, {"content", "y"}}),
+           call("finish", {{"summary", "done"}})});
+  RunOptions o;
+  o.deadline = std::chrono::milliseconds(30'000);
+  RunResult r = f.run({"--apply"}, o);
+  ASSERT_FALSE(r.deadline_hit) << claim("runner.tool-calls-gated", "the run hung on a FIFO in the host workspace");
+  EXPECT_TRUE(f.ws.exists(".corral/result.json")) << r.describe();
+  struct stat st {};
+  EXPECT_EQ(f.ws.read("out.txt"), "x") << "the declared output is replaced whole (rename), never written into";
+  ASSERT_EQ(::lstat((outside / "f").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << claim("runner.tool-calls-gated", "a file outside the workspace was replaced");
 }
 
 // ---- memory store and mailbox ----
