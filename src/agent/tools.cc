@@ -4,6 +4,7 @@
 
 #include "agent/tool_common.h"
 #include "audit/sha256.h"
+#include "policy/manifest_fields.h"
 
 namespace corral::agent {
 namespace tools {
@@ -125,11 +126,15 @@ Result<ToolResult> handleToolCall(RunContext& run, TaskState& task, const ToolCa
     return tools::refuse(run, task, call, "arguments.size",
                          "arguments are " + std::to_string(call.arguments_json.size()) + " bytes (limit " +
                              std::to_string(kMaxToolArgumentsBytes) + ")");
-  json args;
-  try {
-    args = call.arguments_json.empty() ? json::object() : json::parse(call.arguments_json);
-  } catch (const json::exception&) {
-    return tools::refuse(run, task, call, "arguments.json", "arguments are not valid JSON");
+  json args = json::object();
+  if (!call.arguments_json.empty()) {
+    // Strict: a duplicate key ({"path":"in/a","path":"secret"}) is refused, not resolved to
+    // whichever one a JSON library keeps.
+    auto parsed = policy::manifest_fields::parseStrict(call.arguments_json, kMaxToolArgumentsBytes, "arguments");
+    if (!parsed.ok())
+      return tools::refuse(run, task, call, "arguments.json",
+                           "arguments are not strict JSON (malformed, a duplicate key or nested too deep)");
+    args = std::move(*parsed);
   }
   if (!args.is_object()) return tools::refuse(run, task, call, "arguments.shape", "arguments must be a JSON object");
   return handler(run, task, call, args);

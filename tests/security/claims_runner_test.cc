@@ -241,14 +241,17 @@ TEST(RunnerToolCallsGated, MalformedModelCallsAreRefusedAndTraced) {
            call("write", {{"path", "out.txt"}}),
            call("run", {{"command", "python3"}, {"args", "not-an-array"}}),
            call("no_such_tool", json::object()),
-           rawCall("write", "{\"path\":\"out.txt\",\"content\":\"" + std::string(10 << 20, 'a') + "\"}")});
+           rawCall("write", "{\"path\":\"out.txt\",\"content\":\"" + std::string(10 << 20, 'a') + "\"}"),
+           // A duplicate key: which one "wins" is a JSON library's choice, so neither does.
+           rawCall("write", "{\"path\":\"out.txt\",\"content\":\"a\",\"path\":\"out.txt\"}")});
   f.reply({call("finish", {{"summary", "done"}})});
   RunResult r = f.run();
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto calls = f.toolCalls();
-  ASSERT_EQ(calls.size(), 8u);
-  const char* rules[] = {"arguments.json", "arguments.shape", "arguments", "arguments", "arguments", "unknown-tool", "arguments.size"};
-  for (size_t i = 0; i < 7; ++i) EXPECT_TRUE(refusedWith(calls, i, rules[i]));
+  ASSERT_EQ(calls.size(), 9u);
+  const char* rules[] = {"arguments.json", "arguments.shape", "arguments", "arguments", "arguments", "unknown-tool", "arguments.size",
+                         "arguments.json"};
+  for (size_t i = 0; i < 8; ++i) EXPECT_TRUE(refusedWith(calls, i, rules[i])) << i;
   EXPECT_FALSE(f.ws.exists("out.txt"));
 }
 
