@@ -15,10 +15,20 @@ Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const Privat
   sandbox::SandboxSpec spec;
   spec.argv = argv;
   std::vector<std::pair<std::string, std::string>> extra;
+  // A gated command (git) starts from a clean environment plus the gate's pins: the
+  // manifest's GIT_* variables (GIT_DIR, GIT_CONFIG_COUNT/KEY_n/VALUE_n, GIT_EXEC_PATH, ...)
+  // could undo a pin or add config the gate never checked. Only the commit identity passes.
+  const bool gated = !gate_env.empty();
+  auto passes = [gated](const std::string& name) {
+    if (!gated || !name.starts_with("GIT_")) return true;
+    return name == "GIT_AUTHOR_NAME" || name == "GIT_AUTHOR_EMAIL" || name == "GIT_AUTHOR_DATE" ||
+           name == "GIT_COMMITTER_NAME" || name == "GIT_COMMITTER_EMAIL" || name == "GIT_COMMITTER_DATE";
+  };
   for (const auto* list : {&m.env, &gate_env}) {
     for (const std::string& kv : *list) {
       auto parsed = policy::env::parseAssignment(kv);
       if (!parsed.ok()) return parsed.error().wrap("environment");
+      if (list == &m.env && !passes(parsed->first)) continue;
       extra.push_back(std::move(*parsed));
     }
   }

@@ -435,6 +435,28 @@ TEST(RunnerToolCallsGated, GitNeverUsesABareRepositoryAtTheWorkspaceRoot) {
       << claim("runner.tool-calls-gated", "git ran the root config's diff.external");
 }
 
+// The manifest's environment applies to every command, but git starts from a clean one plus
+// the gate's pins: GIT_CONFIG_COUNT/KEY/VALUE would add config the gate never checked.
+TEST(RunnerToolCallsGated, GitNeverSeesTheManifestsGitVariables) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.manifest["executables"] = {"git"};
+  f.manifest["inputs"] = {"*.txt"};
+  f.manifest["outputs"] = {"a.txt"};
+  f.manifest["env"] = {"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=diff.external",
+                       "GIT_CONFIG_VALUE_0=echo owned >> /workspace/a.txt; true", "GIT_AUTHOR_NAME=operator"};
+  f.ws.write("a.txt", "a\n");
+  f.ws.write("b.txt", "b\n");
+  f.reply({call("run", {{"command", "git"}, {"args", {"diff", "--no-index", "a.txt", "b.txt"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run({"--apply"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_GE(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["decision"], "allow") << calls[0].dump();
+  EXPECT_EQ(f.ws.read("a.txt"), "a\n") << claim("runner.tool-calls-gated", "git ran diff.external from the manifest's GIT_CONFIG_*");
+}
+
 TEST(RunnerToolCallsGated, WithoutNamespacesDryRunsWorkAndAppliedCommandsAreRefused) {
   // A user namespace whose max_user_namespaces is 0: corral inside it cannot build a sandbox.
   RunFixture f;
