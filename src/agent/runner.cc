@@ -178,6 +178,10 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   auto trace_or = audit::TraceWriter::open(record_dir, trace_options);
   if (!trace_or.ok()) return trace_or.error().wrap("audit trace .corral/trace.jsonl");
   audit::TraceWriter trace = std::move(*trace_or);
+  // Lines already in the record, and how they were sealed: this run's result will cover
+  // them, so its run_start says what it found (verify reports it).
+  const uint64_t prior_lines = trace.count();
+  const std::string prior = audit::priorSeal(record_dir, prior_lines, trace.head(), signing_key ? &*signing_key : nullptr);
 
   RunSummary summary;
   summary.run_id = run_id;
@@ -203,6 +207,8 @@ Result<RunSummary> runManifest(const RunRequest& request) {
                                            {"model", tools::traceable(manifest.model.model, 128)},
                                            {"trace_content", request.trace_content == TraceContent::kFull ? "full" : "hashes"},
                                            {"signed", signing_key.has_value()},
+                                           {"prior_lines", prior_lines},
+                                           {"prior", prior},
                                            {"corral_version", "0.1.0"}}));
 
   std::string status = "error";

@@ -137,4 +137,24 @@ Result<void> finishRecord(const UniqueFd& record_dir, TraceWriter& trace, std::s
   return writeResultFile(record_dir, bytes);
 }
 
+std::string priorSeal(const UniqueFd& record_dir, uint64_t trace_count, std::string_view trace_head, const SigningKey* key) {
+  if (trace_count == 0) return "none";
+  auto bytes = readRecordFile(record_dir, kResultFileName, kMaxResultBytes);
+  if (!bytes) return "unsealed";
+  auto result = parseResult(*bytes);
+  if (!result) return "unsealed";
+  const Commitments& c = result->commitments;
+  auto body = canonicalJson(result->body);
+  if (c.trace_count != trace_count || c.trace_head != trace_head || !body || sha256Hex(*body) != c.result_body_sha256)
+    return "unsealed";
+  if (!result->signature) return "sealed-unsigned";
+  if (key == nullptr || result->signature->public_key_spki_sha256 != key->publicKeySpkiSha256())
+    return "sealed-signed-other-key";
+  auto pem = key->publicKeyPem();
+  auto pub = pem ? PublicKey::fromPem(*pem) : Result<PublicKey>(pem.error());
+  auto message = signedMessage(c);
+  if (!pub || !message || !pub->verify(*message, result->signature->sig)) return "sealed-signature-invalid";
+  return "sealed-signed-same-key";
+}
+
 }  // namespace corral::audit

@@ -55,6 +55,14 @@ Result<ResultRecord> parseResult(std::string_view bytes);
 // of the directory. A crash leaves the old result or the new one, never half of either.
 Result<void> writeResultFile(const UniqueFd& record_dir, std::string_view bytes);
 
+// How the lines a run finds in the record were sealed when it begins, for its run_start
+// entry (docs/audit-format.md, "Lines a run inherits"): "none" (an empty trace), "unsealed"
+// (no result.json, or one that does not commit exactly this head, count and body: a crashed
+// run, or lines written by something else), "sealed-unsigned", "sealed-signed-same-key" (the
+// signature verified with key's public half), "sealed-signature-invalid", or
+// "sealed-signed-other-key" (a key this run cannot check).
+std::string priorSeal(const UniqueFd& record_dir, uint64_t trace_count, std::string_view trace_head, const SigningKey* key);
+
 // What `corral run` calls last: syncs the trace (for TraceSync::kBatch), then commits its
 // head and count with the manifest hash and body, signed when key is non-null.
 Result<void> finishRecord(const UniqueFd& record_dir, TraceWriter& trace, std::string_view manifest_sha256,

@@ -85,8 +85,7 @@ Result<void> ChainVerifier::addLine(std::string_view line) {
   // The common case, a line exactly as the writer makes it, without building a DOM; anything
   // else goes through the strict parser below, which names what is wrong.
   if (auto fast = fastTraceLine(line); fast && fast->seq == state_.count && fast->prev == state_.head) {
-    state_.head = sha256Hex(line);
-    state_.count = n;
+    accept(line);
     return {};
   }
   auto parsed = parseCanonicalJson(line);
@@ -119,9 +118,20 @@ Result<void> ChainVerifier::addLine(std::string_view line) {
   }
   // Only reachable when someone recomputed the chain over a renumbered line.
   if (!seq_note.empty()) return lineError(n, "seq is " + std::to_string(seq) + ", expected " + std::to_string(state_.count));
-  state_.head = sha256Hex(line);
-  state_.count = n;
+  accept(line);
   return {};
+}
+
+void ChainVerifier::accept(std::string_view line) {
+  state_.head = sha256Hex(line);
+  state_.count += 1;
+  // A verified line is canonical, so its type is exactly this tail (keys sorted, "v" last,
+  // quotes inside strings escaped): no DOM needed to spot a run_start.
+  constexpr std::string_view kRunStartTail = ",\"type\":\"run_start\",\"v\":1}";
+  if (line.ends_with(kRunStartTail)) {
+    state_.last_run_start = state_.count;
+    state_.last_run_start_line.assign(line);
+  }
 }
 
 Result<ChainState> verifyTraceFd(int fd) {

@@ -26,6 +26,10 @@ inline constexpr size_t kMaxTraceStringBytes = 4096;
 struct ChainState {
   uint64_t count = 0;
   std::string head = std::string(kZeroHash);
+  // The last run_start line seen (1-based number, 0 for none) and its bytes: where the run
+  // that wrote result.json began, so verify can say which lines predate it.
+  uint64_t last_run_start = 0;
+  std::string last_run_start_line;
 };
 
 // Refuses (Errc::kRefused) any string in data longer than kMaxTraceStringBytes, naming the
@@ -48,6 +52,7 @@ class ChainVerifier {
   const ChainState& state() const { return state_; }
 
  private:
+  void accept(std::string_view line);  // a verified line: advance head and count
   ChainState state_;
 };
 

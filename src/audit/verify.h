@@ -30,6 +30,13 @@ struct VerifyReport {
   std::string result_body_sha256;
   SignatureStatus signature = SignatureStatus::kAbsent;
   std::string public_key_spki_sha256;  // as result.json names it
+  // The run that wrote result.json, from its run_start line: where it began (0: no run_start)
+  // and the lines it found already in the record, with how they were sealed then (see
+  // docs/audit-format.md, "Lines a run inherits"). A signature covers those lines too, but
+  // vouches only that they were there, not how they were made.
+  uint64_t run_start_line = 0;
+  uint64_t prior_lines = 0;
+  std::string prior;  // "" when the run_start does not say (records before this field)
 };
 
 // Verifies WORKSPACE/.corral. Returns an Error only when the workspace itself cannot be

@@ -101,8 +101,11 @@ void printJson(const audit::VerifyReport& r) {
                       {"manifest_sha256", r.manifest_sha256},
                       {"result_body_sha256", r.result_body_sha256},
                       {"signature", signatureName(r.signature)},
-                      {"public_key_spki_sha256", r.public_key_spki_sha256}};
-  std::printf("%s\n", j.dump(2).c_str());
+                      {"public_key_spki_sha256", r.public_key_spki_sha256},
+                      {"run_start_line", r.run_start_line},
+                      {"prior_lines", r.prior_lines},
+                      {"prior", r.prior.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.prior)}};
+  std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
 void printText(const audit::VerifyReport& r) {
@@ -119,6 +122,23 @@ void printText(const audit::VerifyReport& r) {
   std::printf("corral: verify: ok: %llu trace lines, head %s, manifest %s; %s\n",
               static_cast<unsigned long long>(r.trace_count), r.trace_head.c_str(), r.manifest_sha256.c_str(),
               sig.c_str());
+  if (r.prior_lines == 0) return;
+  // The result (and its signature) covers every line, but the run that wrote it only found
+  // the first ones there: say how they were sealed when it began.
+  std::string how;
+  if (r.prior == "unsealed")
+    how = "NOT sealed by a result when it began (a crashed run, or lines written by something else): nothing "
+          "vouches for how they were made";
+  else if (r.prior == "sealed-unsigned")
+    how = "sealed then by an unsigned result";
+  else if (r.prior == "sealed-signed-same-key")
+    how = "sealed then by a result signed with the same key (signature checked by the run)";
+  else if (r.prior.starts_with("sealed-signed-other-key"))
+    how = "sealed then by a result signed with another key (not checked)";
+  else
+    how = "the run did not record how they were sealed";
+  std::printf("corral: verify: note: lines 1-%llu predate the run that wrote result.json; %s\n",
+              static_cast<unsigned long long>(r.prior_lines), how.c_str());
 }
 
 }  // namespace

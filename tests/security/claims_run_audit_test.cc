@@ -3,6 +3,7 @@
 // real sandboxed commands) is in the trace, the record verifies with the signing key, and
 // sentinel secrets (API key, signing key) and contents (task text, file contents, command
 // output) never appear in anything corral wrote.
+#include <algorithm>
 #include <csignal>
 #include <sstream>
 #include <thread>
@@ -175,6 +176,54 @@ TEST(AuditRunStepsRecorded, TraceContentFullKeepsContentsAsBlobsNamedByTheirHash
   g.reply({call("finish", {{"summary", "done"}})});
   ASSERT_EQ(g.run({}).exit_code, 0);
   EXPECT_FALSE(g.ws.exists(".corral/blobs"));
+}
+
+// A run appends to the record it finds, and its signed result covers every line. The lines
+// it inherited are vouched for only as "there when the run began", so the run records how
+// they were sealed and verify says so: a forged prefix with no result (or a crashed run's
+// tail) reads NOT sealed, a prefix sealed by the same key reads as such.
+TEST(AuditResultSigned, ASignedRunSaysHowTheLinesItInheritedWereSealed) {
+  TempDir keys("keys");
+  ASSERT_EQ(corral::testing::run({corralBin(), "keygen", "--out", keys / "k"}).exit_code, 0);
+  RunOptions o;
+  o.env_extra = {"CORRAL_AUDIT_PRIVATE_KEY=" + keys.read("k/audit-ed25519-private.pem")};
+  auto verify = [&](const TempDir& ws) {
+    return corral::testing::run({corralBin(), "verify", ws.path(), "--public-key", keys / "k/audit-ed25519-public.pem"});
+  };
+
+  RunFixture f;
+  f.reply({call("finish", {{"summary", "one"}})});
+  ASSERT_EQ(f.run({"--apply"}, o).exit_code, 0);
+  RunResult v1 = verify(f.ws);
+  ASSERT_EQ(v1.exit_code, 0) << v1.describe();
+  EXPECT_EQ(v1.out.find("predate"), std::string::npos) << "a first run inherits nothing" << v1.describe();
+  const std::string first_trace = f.ws.read(".corral/trace.jsonl");
+  const size_t first_lines = static_cast<size_t>(std::count(first_trace.begin(), first_trace.end(), '\n'));
+
+  ASSERT_EQ(f.run({"--apply"}, o).exit_code, 0);  // a second run on the sealed record
+  RunResult v2 = verify(f.ws);
+  ASSERT_EQ(v2.exit_code, 0) << v2.describe();
+  EXPECT_NE(v2.out.find("lines 1-" + std::to_string(first_lines) + " predate the run that wrote result.json; sealed then "
+                        "by a result signed with the same key"),
+            std::string::npos)
+      << v2.describe();
+
+  // A record whose lines no result seals (here: a real run's trace with its result removed,
+  // as good as a forged one): the next signed run verifies, and verify says what it covers.
+  RunFixture g;
+  g.reply({call("finish", {{"summary", "two"}})});
+  ::mkdir((g.ws / ".corral").c_str(), 0755);
+  g.ws.write(".corral/trace.jsonl", first_trace);
+  ASSERT_EQ(g.run({"--apply"}, o).exit_code, 0);
+  RunResult v3 = verify(g.ws);
+  ASSERT_EQ(v3.exit_code, 0) << v3.describe();
+  EXPECT_NE(v3.out.find("lines 1-" + std::to_string(first_lines) + " predate the run that wrote result.json; NOT sealed"),
+            std::string::npos)
+      << claim("audit.result-signed", "a signed result vouched silently for lines it inherited unsealed") << v3.describe();
+  RunResult j = corral::testing::run({corralBin(), "verify", g.ws.path(), "--json"});
+  json report = json::parse(j.out);
+  EXPECT_EQ(report["prior"], "unsealed") << j.describe();
+  EXPECT_EQ(report["prior_lines"], first_lines);
 }
 
 }  // namespace
