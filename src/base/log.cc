@@ -20,6 +20,32 @@ const char* name(Level l) {
 }
 }  // namespace
 
+std::string value(std::string_view v) {
+  bool plain = !v.empty();
+  for (char c : v) {
+    const auto u = static_cast<unsigned char>(c);
+    plain = plain && u > 0x20 && u < 0x7f && c != '"' && c != '\\' && c != '=';
+  }
+  if (plain) return std::string(v);
+  std::string out = "\"";
+  for (char c : v) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 void setLevel(Level level) { g_level = level; }
 bool enabled(Level level) { return level >= g_level.load(); }
 

@@ -103,7 +103,8 @@ void Connection::refuseInTunnel(const std::string& rule, const std::string& reas
   responded_ = true;
   ev_.decision = "refuse";
   ev_.rule = rule;
-  log::warn("egress_tunnel_refused", "tag=" + ev_.tag + " dest=" + ev_.destination + " rule=" + rule + " reason=\"" + reason + "\"");
+  log::warn("egress_tunnel_refused", "tag=" + ev_.tag + " dest=" + log::value(ev_.destination) + " rule=" + rule +
+                                         " reason=" + log::value(reason));
   boost::system::error_code ignored;
   upstream_.close(ignored);  // not one byte of this tunnel reached the upstream
   if (inbuf_.empty() || inbuf_[0] != 0x16) {

@@ -214,7 +214,7 @@ void Connection::noteSuspect(const Suspect& s) {
   log::warn("lease_placeholder_suspect", "tag=" + ev_.tag + " lease=" + s.lease + " place=" +
                                              std::string(suspectPlaceName(s.place)) +
                                              (s.header.empty() ? "" : " header=" + printable(s.header, 64)) +
-                                             " dest=" + ev_.destination);
+                                             " dest=" + log::value(ev_.destination));
 }
 
 void Connection::onRewrittenRead(boost::system::error_code ec, size_t n) {
@@ -292,7 +292,7 @@ void Connection::reportLeaseEvents() {
     if (log::enabled(log::Level::kInfo))
       log::write(le.decision == "allow" ? log::Level::kInfo : log::Level::kWarn, "lease_use",
                  "tag=" + le.tag + " lease=" + le.lease + " mode=" + le.mode + " method=" + printable(le.method, 32) +
-                     " host=" + (le.host.empty() ? "-" : le.host) + " path_sha256=" + le.path_sha256 +
+                     " host=" + (le.host.empty() ? "-" : log::value(le.host)) + " path_sha256=" + le.path_sha256 +
                      " status=" + std::to_string(le.status) + " decision=" + le.decision + " rule=" + le.rule +
                      " up=" + std::to_string(le.bytes_up) + " down=" + std::to_string(le.bytes_down) +
                      " redactions=" + std::to_string(le.redactions) + " suspects=" + std::to_string(le.suspects.size()));

@@ -142,8 +142,8 @@ void Connection::finish() {
     std::snprintf(ms, sizeof ms, "%.3f", ev_.duration_ms);
     log::write(refused ? log::Level::kWarn : log::Level::kInfo, "egress",
                "tag=" + ev_.tag + " kind=" + ev_.kind + " method=" + printable(ev_.method, 32) +
-                   " dest=" + (ev_.destination.empty() ? "-" : ev_.destination) +
-                   " resolved=" + (ev_.resolved.empty() ? "-" : ev_.resolved) + " decision=" + ev_.decision +
+                   " dest=" + (ev_.destination.empty() ? "-" : log::value(ev_.destination)) +
+                   " resolved=" + (ev_.resolved.empty() ? "-" : log::value(ev_.resolved)) + " decision=" + ev_.decision +
                    " rule=" + ev_.rule + " status=" + std::to_string(ev_.status) +
                    " up=" + std::to_string(ev_.bytes_up) + " down=" + std::to_string(ev_.bytes_down) + " ms=" + ms +
                    (ev_.lease.empty() ? "" : " lease=" + ev_.lease + " suspects=" + std::to_string(ev_.suspects)));
