@@ -197,30 +197,37 @@ std::string credentialText(const LeaseSpec& spec) {
 }
 
 Result<void> checkLeasePath(std::string_view origin_form) {
-  std::string_view path = origin_form.substr(0, origin_form.find('?'));
   auto refuse = [](const char* why) { return Error(Errc::kRefused, std::string("lease path ") + why); };
-  if (path.substr(0, 2) == "//") return refuse("starts with '//', which some servers read as another host");
-  // Percent-decoding only the bytes that matter here: '.' and '\\'.
+  // A fragment is never part of a request target; an upstream that reads '#' literally
+  // would see a different path than the one decided on.
+  if (origin_form.find('#') != std::string_view::npos) return refuse("holds '#'");
+  std::string_view path = origin_form.substr(0, origin_form.find('?'));
+  // Percent-decoding only the bytes that matter here ('.', '/', '\\', ';'), as an upstream
+  // that decodes before routing would: %2f%2f is then '//', and a%2f..%2f is a '..' segment.
   std::string decoded;
   for (size_t i = 0; i < path.size(); ++i) {
     if (path[i] == '%' && path.size() - i >= 3) {
       std::string hex(path.substr(i + 1, 2));
       for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (hex == "2e" || hex == "5c") {
-        decoded += hex == "2e" ? '.' : '\\';
+      const char* known = hex == "2e" ? "." : hex == "2f" ? "/" : hex == "5c" ? "\\" : hex == "3b" ? ";" : nullptr;
+      if (known != nullptr) {
+        decoded += known;
         i += 2;
         continue;
       }
     }
     decoded += path[i];
   }
+  if (decoded.substr(0, 2) == "//") return refuse("starts with '//' (or %2f%2f), which some servers read as another host");
   if (decoded.find('\\') != std::string::npos) return refuse("holds a backslash, which some servers read as '/'");
   size_t start = 0;
   while (start <= decoded.size()) {
     size_t end = decoded.find('/', start);
     if (end == std::string::npos) end = decoded.size();
     std::string_view seg = std::string_view(decoded).substr(start, end - start);
-    if (seg == "." || seg == "..") return refuse("holds a '.' or '..' segment");
+    // "..;x" is ".." to servers that strip path parameters (Tomcat and others).
+    const std::string_view name = seg.substr(0, seg.find(';'));
+    if (name == "." || name == "..") return refuse("holds a '.' or '..' segment (also encoded or with ';' parameters)");
     start = end + 1;
   }
   return {};

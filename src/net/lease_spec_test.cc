@@ -131,7 +131,10 @@ namespace {
 // may not climb out of the origin's tree or be read as another authority.
 TEST(LeasePath, EscapesOfTheOriginAreRefused) {
   for (const char* p : {"//evil.example/x", "//", "/../x", "/a/../../x", "/a/..", "/.", "/a/./b", "/%2e%2e/x",
-                        "/%2E%2e/x", "/a/%2e/b", "/.%2e/x", "/a\\b", "/%5c%5cevil.example/x", "/%5Cx", "//x?a=1"}) {
+                        "/%2E%2e/x", "/a/%2e/b", "/.%2e/x", "/a\\b", "/%5c%5cevil.example/x", "/%5Cx", "//x?a=1",
+                        // red team, session 5: encoded slashes, path parameters, a fragment
+                        "/%2f%2fevil.example/x", "/%2F/evil.example", "/a%2f..%2f..%2fadmin", "/a/..;/admin",
+                        "/..;x/admin", "/a/.;/b", "/a/..%3b/b", "/x#frag", "/x?a=1#frag"}) {
     auto r = checkLeasePath(p);
     ASSERT_FALSE(r.ok()) << p;
     EXPECT_EQ(r.error().code(), static_cast<int>(Errc::kRefused)) << p;
