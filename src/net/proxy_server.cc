@@ -2,9 +2,12 @@
 // The proxy's io_context thread, its listeners and fd channels, and the connection registry.
 #include "net/proxy_server.h"
 
+#include <sys/resource.h>
+
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/log.h"
@@ -125,6 +128,22 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::start(ProxyOptions options) {
   if (::sigaction(SIGPIPE, &ign, nullptr) != 0) return sysError("sigaction SIGPIPE");
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  // A tunnel holds up to six descriptors (client, upstream, a splice pipe each way). The
+  // usual soft limit of 1024 would run out near 170 tunnels, long before max_connections,
+  // and show up as 502s: raise it towards the hard limit, and where even that is too low,
+  // lower max_connections so the excess gets the documented 503 instead.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    const rlim_t want = std::min<rlim_t>(nofile.rlim_max, 65536);
+    if (nofile.rlim_cur < want) {
+      nofile.rlim_cur = want;
+      (void)::setrlimit(RLIMIT_NOFILE, &nofile);
+      (void)::getrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    constexpr rlim_t kReserve = 128;  // corral's own descriptors besides the tunnels
+    const size_t fit = nofile.rlim_cur > kReserve + 6 ? static_cast<size_t>((nofile.rlim_cur - kReserve) / 6) : 1;
+    impl->options.max_connections = std::min(impl->options.max_connections, fit);
+  }
   Impl* raw = impl.get();
   raw->thread = std::thread([raw] { raw->io.run(); });
   return std::unique_ptr<ProxyServer>(new ProxyServer(std::move(impl)));

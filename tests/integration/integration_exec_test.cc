@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end: exit-status and signal propagation, and the --json / --report report.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -104,6 +105,17 @@ TEST(ExecReport, RefusedRunReportsTheError) {
   if (j.is_discarded()) GTEST_SKIP() << "no report is written for a run refused at setup";
   EXPECT_EQ(j.value("exit_code", -1), 125);
   EXPECT_TRUE(j.contains("error") && j["error"].is_string() && !j["error"].get<std::string>().empty()) << j.dump();
+}
+
+TEST(ExecReport, AReportFifoWithNoReaderIsRefusedNotAHang) {
+  TempDir dir("report");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  RunOptions o;
+  o.deadline = std::chrono::milliseconds(20'000);
+  RunResult r = run(corralArgv({"--report", dir / "fifo"}, {"true"}, false), o);
+  ASSERT_FALSE(r.deadline_hit) << "corral hung opening the FIFO";
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_NE(r.err.find("no reader"), std::string::npos) << r.describe();
 }
 
 TEST(ExecReport, WithoutJsonStderrHoldsOnlyTheCommandsOutput) {

@@ -216,6 +216,25 @@ TEST_F(ProxyConnect, ConnectionsBeyondTheLimitGet503) {
   ::close(b);
 }
 
+// Rootless, the soft descriptor limit is usually 1024: about 170 tunnels. The proxy raises it
+// towards the hard limit when it starts, so max_connections (not EMFILE and 502s) is what
+// bounds it.
+TEST_F(ProxyConnect, StartRaisesTheSoftDescriptorLimit) {
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  if (before.rlim_max <= 1024) GTEST_SKIP() << "hard limit " << before.rlim_max << " leaves nothing to raise";
+  rlimit low = before;
+  low.rlim_cur = 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto s = ProxyServer::start({});
+  ASSERT_TRUE(s.ok());
+  rlimit now{};
+  ::getrlimit(RLIMIT_NOFILE, &now);
+  EXPECT_EQ(now.rlim_cur, std::min<rlim_t>(before.rlim_max, 65536));
+  s->reset();
+  ::setrlimit(RLIMIT_NOFILE, &before);
+}
+
 TEST_F(ProxyConnect, FdChannelServesEachReceivedSocketWithItsPolicy) {
   auto s = ProxyServer::start({.on_event = [this](const ConnectionEvent& e) { events_.add(e); }});
   ASSERT_TRUE(s.ok());
