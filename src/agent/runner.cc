@@ -342,6 +342,9 @@ Result<RunSummary> runManifest(const RunRequest& request) {
           if (o["path"] == r.path) o["applied"] = st;
         RETURN_IF_ERROR(run.record("output", {{"path", tools::traceable(r.path, 1024)}, {"status", st}, {"bytes", r.bytes},
                                               {"reason", r.reason}}));
+        // The run's work did not all reach the host: a script's `corral run --apply && next`
+        // must not go on as if it had (exec's copy-back refusal is 125 for the same reason).
+        if (r.status == sandbox::OutputResult::Status::kRefused && exit_code == kRunFinished) exit_code = kRunFailed;
       }
     } else {
       RETURN_IF_ERROR(run.record("outputs_not_applied", {{"outputs", manifest.outputs.size()}}));

@@ -496,6 +496,7 @@ TEST(RunnerToolCallsGated, AHostileHostOutputNeitherHangsTheRunNorIsReachedThrou
   RunResult r = f.run({"--apply"}, o);
   ASSERT_FALSE(r.deadline_hit) << claim("runner.tool-calls-gated", "the run hung on a FIFO in the host workspace");
   EXPECT_TRUE(f.ws.exists(".corral/result.json")) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << "sub/f was refused at copy-back: the run must not exit 0" << r.describe();
   struct stat st {};
   EXPECT_EQ(f.ws.read("out.txt"), "x") << "the declared output is replaced whole (rename), never written into";
   ASSERT_EQ(::lstat((outside / "f").c_str(), &st), 0);
