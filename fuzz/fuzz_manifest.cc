@@ -78,8 +78,18 @@ void checkRoundTrip(const Manifest& m, std::string_view what) {
                            (again.ok() ? "" : again.error().message()) + " in " + canonical);
   PROPERTY(*again == m, std::string(what) + " canonical JSON parses to a different manifest: " + canonical);
   PROPERTY(policy::manifestToCanonicalJson(*again) == canonical, std::string(what) + " canonical JSON is unstable");
-  for (const std::string& in : m.inputs)
+  for (const std::string& in : m.inputs) {
     if (!policy::isGlob(in)) PROPERTY(policy::inputGlobMatch(in, in), "a concrete input does not match itself: " + in);
+    // Staging skips a directory when inputGlobMayMatchBelow says nothing below it can match:
+    // every ancestor of a matching path must be entered.
+    for (unsigned v = 0; v < 16; ++v) {
+      const std::string path = sample(in, v * 2246822519u + 1);
+      if (!policy::inputGlobMatch(in, path)) continue;
+      for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
+        PROPERTY(policy::inputGlobMayMatchBelow(in, path.substr(0, slash)),
+                 "staging would skip " + path.substr(0, slash) + " though " + in + " matches " + path);
+    }
+  }
 }
 
 void checkChild(const Manifest& parent, const policy::Remaining& left, const Manifest& c) {
