@@ -63,7 +63,7 @@ Result<void> checkGitTree(int dir, const std::string& rel, int depth, size_t& en
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    const std::string path = rel + "/" + name;
+    const std::string path = std::string(rel).append("/").append(name);
     if (++entries > kMaxGitEntries)
       return Error(Errc::kRefused, "memory store .corral/mem/.git has more than 1000000 entries: refusing");
     if (depth == 0 && (name == "commondir" || name == "config.worktree" || name == "gitdir"))
@@ -214,7 +214,8 @@ Result<MemoryOutcome> commitRunMemory(const std::string& workspace, const std::s
     return MemoryOutcome{"file", "", "git unavailable (" + bin + "): runs/" + name + " written without a commit"};
   const std::string mem_path = workspace + "/.corral/mem";
   if (!has_git) RETURN_IF_ERROR(git(bin, mem_path, {"init", "--quiet"}, false));
-  RETURN_IF_ERROR(git(bin, mem_path, {"add", "--", "runs/" + name}, false));
+  // -f: an ignore rule in the store (.gitignore, info/exclude) must not keep the record out.
+  RETURN_IF_ERROR(git(bin, mem_path, {"add", "-f", "--", "runs/" + name}, false));
   RETURN_IF_ERROR(git(bin, mem_path, {"commit", "--quiet", "--no-verify", "-m", "corral run " + run_id}, false));
   ASSIGN_OR_RETURN(std::string head, git(bin, mem_path, {"rev-parse", "HEAD"}, true));
   return MemoryOutcome{"committed", head, ""};

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -61,12 +62,45 @@ bool writeAll(int fd, const char* data, size_t len) {
   return true;
 }
 
+// A socket cannot be reopened through /proc/self/fd, but the object itself belongs to the
+// host's network namespace: a TCP socket (inetd, systemd Accept=yes) can be disconnected with
+// connect(AF_UNSPEC) and connected anywhere, a UDP or AF_UNIX datagram socket can sendto any
+// host address (abstract sockets included), a listening one can accept host connections. A
+// connected AF_UNIX stream or seqpacket socket (a socketpair, as libuv and others use for
+// stdio) can only talk to its peer: that one is handed over, every other socket is relayed.
+bool connectedUnixStream(int fd) {
+  int domain = 0, type = 0, listening = 0;
+  socklen_t len = sizeof domain;
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX) return false;
+  len = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || (type != SOCK_STREAM && type != SOCK_SEQPACKET))
+    return false;
+  len = sizeof listening;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening != 0) return false;
+  sockaddr_storage peer{};
+  len = sizeof peer;
+  return ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0;
+}
+
+// Whether the sandbox's credentials include gid: its primary gid, or (rootless, where
+// setgroups is denied and the caller's supplementary groups stay) one of the caller's groups.
+bool inSandboxGroups(gid_t gid, const userns::IdMapPlan& sandbox) {
+  if (gid == sandbox.host_gid) return true;
+  if (::getuid() == 0) return false;  // as root the sandbox drops every supplementary group
+  gid_t groups[256];
+  const int n = ::getgroups(256, groups);
+  if (n < 0) return true;  // unknown: assume it could
+  for (int i = 0; i < n; ++i)
+    if (groups[i] == gid) return true;
+  return false;
+}
+
 }  // namespace
 
 bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return true;  // not open: nothing is handed over
-  if (S_ISSOCK(st.st_mode)) return true;   // a socket cannot be reopened through /proc/self/fd
+  if (S_ISSOCK(st.st_mode)) return connectedUnixStream(fd);
   if (S_ISFIFO(st.st_mode)) {
     struct statfs fs;
     if (::fstatfs(fd, &fs) != 0 || fs.f_type != kPipefsMagic) return false;  // a named FIFO is a host inode
@@ -75,7 +109,7 @@ bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox) {
     // that pipe after corral, stdout opened for reading takes bytes other writers meant for the
     // real reader. Rootless the pipe's owner is the sandbox's own host uid, so it is relayed.
     const bool owner = st.st_uid == sandbox.host_uid;
-    const bool group = st.st_gid == sandbox.host_gid && (st.st_mode & 0060) != 0;
+    const bool group = (st.st_mode & 0060) != 0 && inSandboxGroups(st.st_gid, sandbox);
     return !owner && !group && (st.st_mode & 0006) == 0;
   }
   // /dev/null and friends: owned by root (or someone else), not a terminal. A terminal the

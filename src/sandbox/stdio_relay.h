@@ -19,11 +19,12 @@
 
 namespace corral::sandbox {
 
-// True for an fd whose inode gives the sandbox nothing on the host: a socket, an anonymous
-// pipe the sandbox's host uid cannot reopen (another owner, no group or other bits for it), or
-// a character device the caller does not own (/dev/null, /dev/zero). Regular files, named
-// FIFOs, terminals the caller owns, pipes the sandbox uid owns (every pipe of a rootless
-// caller) and anything else are not.
+// True for an fd whose inode gives the sandbox nothing on the host: a connected AF_UNIX
+// stream or seqpacket socket (it reaches only its peer), an anonymous pipe the sandbox's host
+// uid cannot reopen (another owner, no group or other bits for it), or a character device the
+// caller does not own (/dev/null, /dev/zero). Regular files, named FIFOs, terminals the caller
+// owns, pipes the sandbox uid owns (every pipe of a rootless caller), TCP, UDP, datagram and
+// listening sockets (host-namespace network objects) and anything else are not.
 bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox);
 
 class StdioRelay {

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Claims net.loopback-only, net.no-raw-sockets and ns.ipc-uts-cgroup.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <random>
@@ -51,6 +54,107 @@ TEST(NetLoopbackOnly, HostAbstractUnixSocketIsUnreachable) {
   ASSERT_TRUE(probeDid(runHostProbe({"connect-abstract", host.name()}))) << "control: the host socket must accept";
   RunResult r = runProbe({}, {"connect-abstract", host.name()});
   EXPECT_TRUE(probeRefused(r)) << claim("net.loopback-only", "reached host abstract socket @" + host.name());
+}
+
+// A socket handed in as stdio lives in the host's network namespace. The command tries to
+// use fd 0 to reach a host listener: sendto on a UDP socket, and a TCP socket disconnected
+// with connect(AF_UNSPEC) and connected again. Neither may get through: such sockets are
+// relayed, so fd 0 inside is a pipe.
+const char kStdioSocketEscape[] = R"PY(
+import socket, sys
+port, kind = int(sys.argv[1]), sys.argv[2]
+try:
+    if kind == "udp":
+        s = socket.socket(fileno=0)
+        s.sendto(b"escaped", ("127.0.0.1", port))
+    else:
+        s = socket.socket(fileno=0)
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        unspec = (ctypes.c_ushort * 8)()
+        libc.connect(0, ctypes.byref(unspec), 16)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"escaped")
+    print("sent")
+except OSError as e:
+    print("refused", e.errno)
+)PY";
+
+struct HostListener {
+  int fd = -1;
+  int port = 0;
+  explicit HostListener(int type) {
+    fd = ::socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || (type == SOCK_STREAM && ::listen(fd, 8) != 0) ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    port = ntohs(a.sin_port);
+  }
+  ~HostListener() { ::close(fd); }
+  // What reached the host listener: a datagram, or bytes on an accepted connection.
+  std::string received(int type) const {
+    char buf[64];
+    if (type == SOCK_DGRAM) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    }
+    int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return "";
+    ::usleep(100'000);
+    ssize_t n = ::recv(c, buf, sizeof buf, MSG_DONTWAIT);
+    ::close(c);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "(connected)";
+  }
+};
+
+// The socket handed in as stdin: UDP unconnected; TCP connected to a throwaway listener (as
+// inetd or systemd Accept=yes would hand over an accepted connection).
+int stdioSocket(int type, HostListener& decoy) {
+  int s = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  if (type == SOCK_STREAM) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(decoy.port));
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+  }
+  return s;
+}
+
+TEST(NetLoopbackOnly, ASocketHandedInAsStdioDoesNotReachTheHost) {
+  for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+    const char* kind = type == SOCK_DGRAM ? "udp" : "tcp";
+    SCOPED_TRACE(kind);
+    HostListener target(type), decoy(SOCK_STREAM);
+    ASSERT_GT(target.port, 0);
+    int s = stdioSocket(type, decoy);
+    ASSERT_GE(s, 0);
+    RunOptions o;
+    o.stdin_fd = s;
+    RunResult r = runCorral({}, {"python3", "-c", kStdioSocketEscape, std::to_string(target.port), kind}, o);
+    ::close(s);
+    EXPECT_EQ(target.received(type), "") << claim("net.loopback-only", std::string("a ") + kind + " socket on stdin reached a host listener") << r.describe();
+  }
+}
+
+// Control: the same script run on the host with the same socket does get through.
+TEST(NetLoopbackOnly, ControlASocketOnStdioReachesTheHostWithoutCorral) {
+  for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+    const char* kind = type == SOCK_DGRAM ? "udp" : "tcp";
+    SCOPED_TRACE(kind);
+    HostListener target(type), decoy(SOCK_STREAM);
+    int s = stdioSocket(type, decoy);
+    ASSERT_GE(s, 0);
+    RunOptions o;
+    o.stdin_fd = s;
+    RunResult r = run({"/usr/bin/python3", "-c", kStdioSocketEscape, std::to_string(target.port), kind}, o);
+    ::close(s);
+    EXPECT_NE(target.received(type), "") << r.describe();
+  }
 }
 
 TEST(NetLoopbackOnly, ControlLoopbackInsideWorks) {
