@@ -2,6 +2,8 @@
 // Trace line encoding and the chain check.
 #include "audit/trace_chain.h"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <cctype>
@@ -128,9 +130,24 @@ void ChainVerifier::accept(std::string_view line) {
   // A verified line is canonical, so its type is exactly this tail (keys sorted, "v" last,
   // quotes inside strings escaped): no DOM needed to spot a run_start.
   constexpr std::string_view kRunStartTail = ",\"type\":\"run_start\",\"v\":1}";
-  if (line.ends_with(kRunStartTail)) {
-    state_.last_run_start = state_.count;
-    state_.last_run_start_line.assign(line);
+  if (!line.ends_with(kRunStartTail)) return;
+  const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json* d = j.is_object() && j.contains("data") && j["data"].is_object() ? &j["data"] : nullptr;
+  uint64_t prior_lines = state_.count - 1;  // records from before the field: everything above
+  std::string prior;
+  if (d != nullptr && d->contains("prior_lines") && (*d)["prior_lines"].is_number_unsigned() && d->contains("prior") &&
+      (*d)["prior"].is_string()) {
+    prior_lines = std::min((*d)["prior_lines"].get<uint64_t>(), state_.count - 1);
+    prior = (*d)["prior"].get<std::string>();
+  }
+  state_.last_run_start = state_.count;
+  state_.last_prior_lines = prior_lines;
+  state_.last_prior = prior;
+  const bool vouched = prior == "none" || prior == "sealed-signed-same-key";
+  if (!vouched && prior_lines > state_.unvouched_lines) {
+    state_.unvouched_lines = prior_lines;
+    state_.unvouched_run_start = state_.count;
+    state_.unvouched_prior = prior;
   }
 }
 

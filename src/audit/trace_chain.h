@@ -26,10 +26,17 @@ inline constexpr size_t kMaxTraceStringBytes = 4096;
 struct ChainState {
   uint64_t count = 0;
   std::string head = std::string(kZeroHash);
-  // The last run_start line seen (1-based number, 0 for none) and its bytes: where the run
-  // that wrote result.json began, so verify can say which lines predate it.
+  // Runs append to the trace they find, and each run_start records how the lines before it
+  // were sealed (data.prior_lines, data.prior; docs/audit-format.md). The last run_start seen
+  // (1-based line, 0 for none) with its numbers, and the widest prefix any run found without
+  // a signature it could check (prior other than "none" and "sealed-signed-same-key", or not
+  // recorded): a later signed run covers those lines but cannot vouch for them.
   uint64_t last_run_start = 0;
-  std::string last_run_start_line;
+  uint64_t last_prior_lines = 0;
+  std::string last_prior;
+  uint64_t unvouched_lines = 0;
+  uint64_t unvouched_run_start = 0;
+  std::string unvouched_prior;
 };
 
 // Refuses (Errc::kRefused) any string in data longer than kMaxTraceStringBytes, naming the

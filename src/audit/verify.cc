@@ -41,18 +41,11 @@ std::string check(const std::string& workspace, const VerifyOptions& opt, Verify
   rep.trace_count = chain->count;
   rep.trace_head = chain->head;
   rep.run_start_line = chain->last_run_start;
-  if (chain->last_run_start > 0) {
-    // A verified canonical line; the fields are the runner's (absent in older records).
-    const auto j = nlohmann::json::parse(chain->last_run_start_line, nullptr, /*allow_exceptions=*/false);
-    const nlohmann::json& d = j.is_object() && j.contains("data") ? j["data"] : nlohmann::json();
-    if (d.is_object() && d.contains("prior_lines") && d["prior_lines"].is_number_unsigned() && d.contains("prior") &&
-        d["prior"].is_string()) {
-      rep.prior_lines = d["prior_lines"].get<uint64_t>();
-      rep.prior = d["prior"].get<std::string>();
-    } else {
-      rep.prior_lines = chain->last_run_start - 1;
-    }
-  }
+  rep.prior_lines = chain->last_prior_lines;
+  rep.prior = chain->last_prior;
+  rep.unvouched_lines = chain->unvouched_lines;
+  rep.unvouched_run_start_line = chain->unvouched_run_start;
+  rep.unvouched_prior = chain->unvouched_prior;
 
   // 2. result.json and its commitments.
   auto bytes = readRecordFile(*dir, kResultFileName, kMaxResultBytes);

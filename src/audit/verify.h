@@ -37,6 +37,11 @@ struct VerifyReport {
   uint64_t run_start_line = 0;
   uint64_t prior_lines = 0;
   std::string prior;  // "" when the run_start does not say (records before this field)
+  // The widest prefix any run in the trace found not sealed by a result it could check
+  // (0: none): lines 1..unvouched_lines, found by the run starting at unvouched_run_start_line.
+  uint64_t unvouched_lines = 0;
+  uint64_t unvouched_run_start_line = 0;
+  std::string unvouched_prior;
 };
 
 // Verifies WORKSPACE/.corral. Returns an Error only when the workspace itself cannot be

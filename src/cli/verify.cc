@@ -104,7 +104,10 @@ void printJson(const audit::VerifyReport& r) {
                       {"public_key_spki_sha256", r.public_key_spki_sha256},
                       {"run_start_line", r.run_start_line},
                       {"prior_lines", r.prior_lines},
-                      {"prior", r.prior.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.prior)}};
+                      {"prior", r.prior.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.prior)},
+                      {"unvouched_lines", r.unvouched_lines},
+                      {"unvouched_run_start_line", r.unvouched_run_start_line},
+                      {"unvouched_prior", r.unvouched_prior.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.unvouched_prior)}};
   std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
@@ -122,23 +125,29 @@ void printText(const audit::VerifyReport& r) {
   std::printf("corral: verify: ok: %llu trace lines, head %s, manifest %s; %s\n",
               static_cast<unsigned long long>(r.trace_count), r.trace_head.c_str(), r.manifest_sha256.c_str(),
               sig.c_str());
-  if (r.prior_lines == 0) return;
-  // The result (and its signature) covers every line, but the run that wrote it only found
-  // the first ones there: say how they were sealed when it began.
-  std::string how;
-  if (r.prior == "unsealed")
-    how = "NOT sealed by a result when it began (a crashed run, or lines written by something else): nothing "
-          "vouches for how they were made";
-  else if (r.prior == "sealed-unsigned")
-    how = "sealed then by an unsigned result";
-  else if (r.prior == "sealed-signed-same-key")
-    how = "sealed then by a result signed with the same key (signature checked by the run)";
-  else if (r.prior.starts_with("sealed-signed-other-key"))
-    how = "sealed then by a result signed with another key (not checked)";
-  else
-    how = "the run did not record how they were sealed";
-  std::printf("corral: verify: note: lines 1-%llu predate the run that wrote result.json; %s\n",
-              static_cast<unsigned long long>(r.prior_lines), how.c_str());
+  if (r.unvouched_lines > 0) {
+    // A signature covers every line, but a run only found the lines before it there: the
+    // widest prefix any run found without a result it could check is vouched for by nobody.
+    std::string how;
+    if (r.unvouched_prior == "unsealed")
+      how = "NOT sealed by any result (a crashed run, or lines written by something else)";
+    else if (r.unvouched_prior == "sealed-unsigned")
+      how = "sealed only by an unsigned result, which anyone can write";
+    else if (r.unvouched_prior == "sealed-signature-invalid")
+      how = "sealed by a result whose signature did NOT verify";
+    else if (r.unvouched_prior == "sealed-signed-other-key")
+      how = "sealed by a result signed with another key, not checked";
+    else
+      how = "of unrecorded provenance";
+    std::printf("corral: verify: note: lines 1-%llu were %s when the run starting at line %llu began: nothing "
+                "vouches for how they were made\n",
+                static_cast<unsigned long long>(r.unvouched_lines), how.c_str(),
+                static_cast<unsigned long long>(r.unvouched_run_start_line));
+  } else if (r.prior_lines > 0) {
+    std::printf("corral: verify: note: lines 1-%llu predate the run that wrote result.json; each earlier run's "
+                "result was signed with the same key and checked by the run after it\n",
+                static_cast<unsigned long long>(r.prior_lines));
+  }
 }
 
 }  // namespace

@@ -203,8 +203,8 @@ TEST(AuditResultSigned, ASignedRunSaysHowTheLinesItInheritedWereSealed) {
   ASSERT_EQ(f.run({"--apply"}, o).exit_code, 0);  // a second run on the sealed record
   RunResult v2 = verify(f.ws);
   ASSERT_EQ(v2.exit_code, 0) << v2.describe();
-  EXPECT_NE(v2.out.find("lines 1-" + std::to_string(first_lines) + " predate the run that wrote result.json; sealed then "
-                        "by a result signed with the same key"),
+  EXPECT_NE(v2.out.find("lines 1-" + std::to_string(first_lines) + " predate the run that wrote result.json; each "
+                        "earlier run's result was signed with the same key"),
             std::string::npos)
       << v2.describe();
 
@@ -217,13 +217,32 @@ TEST(AuditResultSigned, ASignedRunSaysHowTheLinesItInheritedWereSealed) {
   ASSERT_EQ(g.run({"--apply"}, o).exit_code, 0);
   RunResult v3 = verify(g.ws);
   ASSERT_EQ(v3.exit_code, 0) << v3.describe();
-  EXPECT_NE(v3.out.find("lines 1-" + std::to_string(first_lines) + " predate the run that wrote result.json; NOT sealed"),
-            std::string::npos)
+  const std::string unsealed_note = "lines 1-" + std::to_string(first_lines) + " were NOT sealed by any result";
+  EXPECT_NE(v3.out.find(unsealed_note), std::string::npos)
       << claim("audit.result-signed", "a signed result vouched silently for lines it inherited unsealed") << v3.describe();
   RunResult j = corral::testing::run({corralBin(), "verify", g.ws.path(), "--json"});
   json report = json::parse(j.out);
   EXPECT_EQ(report["prior"], "unsealed") << j.describe();
   EXPECT_EQ(report["prior_lines"], first_lines);
+  EXPECT_EQ(report["unvouched_lines"], first_lines);
+
+  // Another signed run on top seals its predecessor properly, but must not launder the
+  // unsealed prefix the predecessor found: verify reports the widest unvouched prefix.
+  ASSERT_EQ(g.run({"--apply"}, o).exit_code, 0);
+  RunResult v4 = verify(g.ws);
+  ASSERT_EQ(v4.exit_code, 0) << v4.describe();
+  EXPECT_NE(v4.out.find(unsealed_note), std::string::npos)
+      << claim("audit.result-signed", "a later signed run laundered an unsealed prefix") << v4.describe();
+
+  // A prefix sealed only by an unsigned result (which anyone can compute) is not vouched for.
+  RunFixture h;
+  h.reply({call("finish", {{"summary", "three"}})});
+  ASSERT_EQ(h.run({"--apply"}).exit_code, 0);  // unsigned
+  ASSERT_EQ(h.run({"--apply"}, o).exit_code, 0);
+  RunResult v5 = verify(h.ws);
+  ASSERT_EQ(v5.exit_code, 0) << v5.describe();
+  EXPECT_NE(v5.out.find("sealed only by an unsigned result"), std::string::npos)
+      << claim("audit.result-signed", "an unsigned seal read as reassurance") << v5.describe();
 }
 
 }  // namespace
