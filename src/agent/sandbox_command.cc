@@ -15,14 +15,18 @@ Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const Privat
   sandbox::SandboxSpec spec;
   spec.argv = argv;
   std::vector<std::pair<std::string, std::string>> extra;
-  // A gated command (git) starts from a clean environment plus the gate's pins: the
-  // manifest's GIT_* variables (GIT_DIR, GIT_CONFIG_COUNT/KEY_n/VALUE_n, GIT_EXEC_PATH, ...)
-  // could undo a pin or add config the gate never checked. Only the commit identity passes.
+  // A gated command (git) starts from a clean environment plus the gate's pins, and takes
+  // from the manifest's env only an allowlist: GIT_* (GIT_DIR, GIT_CONFIG_COUNT/KEY_n/VALUE_n,
+  // GIT_EXEC_PATH, ...) could undo a pin or add config the gate never checked, and glibc's
+  // GCONV_PATH (with a working-tree-encoding attribute) loads a workspace .so into git,
+  // XDG_CONFIG_HOME adds attribute and ignore files. The commit identity and locale pass.
   const bool gated = !gate_env.empty();
   auto passes = [gated](const std::string& name) {
-    if (!gated || !name.starts_with("GIT_")) return true;
-    return name == "GIT_AUTHOR_NAME" || name == "GIT_AUTHOR_EMAIL" || name == "GIT_AUTHOR_DATE" ||
-           name == "GIT_COMMITTER_NAME" || name == "GIT_COMMITTER_EMAIL" || name == "GIT_COMMITTER_DATE";
+    if (!gated) return true;
+    for (const char* k : {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+                          "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "TZ", "TERM", "LANG", "LANGUAGE"})
+      if (name == k) return true;
+    return name.starts_with("LC_");
   };
   for (const auto* list : {&m.env, &gate_env}) {
     for (const std::string& kv : *list) {
