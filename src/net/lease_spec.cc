@@ -206,10 +206,27 @@ Result<void> checkLeasePath(std::string_view origin_form) {
   // that decodes before routing would: %2f%2f is then '//', and a%2f..%2f is a '..' segment.
   std::string decoded;
   for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && path.size() - i >= 2 && (path[i + 1] == 'u' || path[i + 1] == 'U'))
+      return refuse("holds a %u escape, which some servers decode");
     if (path[i] == '%' && path.size() - i >= 3) {
       std::string hex(path.substr(i + 1, 2));
       for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      const char* known = hex == "2e" ? "." : hex == "2f" ? "/" : hex == "5c" ? "\\" : hex == "3b" ? ";" : nullptr;
+      // Escapes that only make sense to hide something from this check: a second round of
+      // decoding (%25), NUL, and overlong UTF-8 forms of ASCII (%c0, %c1, %e0%80-%e0%9f).
+      if (hex == "25") return refuse("holds an encoded '%' (double encoding)");
+      if (hex == "00") return refuse("holds an encoded NUL");
+      if (hex == "c0" || hex == "c1") return refuse("holds an overlong UTF-8 escape");
+      if (hex == "e0" && path.size() - i >= 6 && path[i + 3] == '%') {
+        const char n = static_cast<char>(std::tolower(static_cast<unsigned char>(path[i + 4])));
+        if (n == '8' || n == '9') return refuse("holds an overlong UTF-8 escape");
+      }
+      const char* known = hex == "2e"   ? "."
+                          : hex == "2f" ? "/"
+                          : hex == "5c" ? "\\"
+                          : hex == "3b" ? ";"
+                          : hex == "20" ? " "
+                          : hex == "09" ? "\t"
+                                        : nullptr;
       if (known != nullptr) {
         decoded += known;
         i += 2;
@@ -225,8 +242,10 @@ Result<void> checkLeasePath(std::string_view origin_form) {
     size_t end = decoded.find('/', start);
     if (end == std::string::npos) end = decoded.size();
     std::string_view seg = std::string_view(decoded).substr(start, end - start);
-    // "..;x" is ".." to servers that strip path parameters (Tomcat and others).
-    const std::string_view name = seg.substr(0, seg.find(';'));
+    // "..;x" is ".." to servers that strip path parameters (Tomcat and others), and ".. " is
+    // ".." to servers that trim trailing blanks.
+    std::string_view name = seg.substr(0, seg.find(';'));
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
     if (name == "." || name == "..") return refuse("holds a '.' or '..' segment (also encoded or with ';' parameters)");
     start = end + 1;
   }

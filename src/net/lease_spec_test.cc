@@ -134,7 +134,10 @@ TEST(LeasePath, EscapesOfTheOriginAreRefused) {
                         "/%2E%2e/x", "/a/%2e/b", "/.%2e/x", "/a\\b", "/%5c%5cevil.example/x", "/%5Cx", "//x?a=1",
                         // red team, session 5: encoded slashes, path parameters, a fragment
                         "/%2f%2fevil.example/x", "/%2F/evil.example", "/a%2f..%2f..%2fadmin", "/a/..;/admin",
-                        "/..;x/admin", "/a/.;/b", "/a/..%3b/b", "/x#frag", "/x?a=1#frag"}) {
+                        "/..;x/admin", "/a/.;/b", "/a/..%3b/b", "/x#frag", "/x?a=1#frag",
+                        // review, session 5: double encoding, overlong UTF-8, %u, NUL, trailing blanks
+                        "/%252f%252fevil.example/x", "/%252e%252e/x", "/%25%32%65", "/%c0%ae%c0%ae/x",
+                        "/%e0%80%ae/x", "/%u002e%u002e/x", "/..%00/x", "/..%20/x", "/..%09/x"}) {
     auto r = checkLeasePath(p);
     ASSERT_FALSE(r.ok()) << p;
     EXPECT_EQ(r.error().code(), static_cast<int>(Errc::kRefused)) << p;
@@ -144,7 +147,8 @@ TEST(LeasePath, EscapesOfTheOriginAreRefused) {
 
 TEST(LeasePath, ControlOrdinaryPathsPass) {
   for (const char* p : {"/", "/v1/repos", "/a/b.c/d", "/..a/b", "/a../b", "/a/...", "/x?q=../..", "/x?next=//evil",
-                        "/a%2fb", "/%2e%2ex", "/repos/o/r/contents/.github"})
+                        "/a%2fb", "/%2e%2ex", "/repos/o/r/contents/.github", "/my%20file", "/caf%c3%a9",
+                        "/a%2Bb", "/%e0%a4%85"})
     EXPECT_TRUE(checkLeasePath(p).ok()) << p;
 }
 

@@ -154,7 +154,7 @@ void Connection::onLeaseDone(const LeaseOutcome& o) {
   ev_.rule = o.rule;
   if (o.rule == "lease-limit" || o.rule == "incomplete-request") ev_.decision = "refuse";
   if (o.rule != "proxy-shutdown" && o.rule != "client-closed")
-    log::warn("lease_stream_cut", "tag=" + ev_.tag + " lease=" + ev_.lease + " rule=" + o.rule);
+    log::warn("lease_stream_cut", "tag=" + ev_.tag + " lease=" + log::value(ev_.lease) + " rule=" + o.rule);
   finish();
 }
 
@@ -211,7 +211,7 @@ void Connection::noteSuspect(const Suspect& s) {
   appendName(ev_.lease, s.lease);
   // A probable exfiltration attempt: the placeholder was passed on untouched. The line names
   // where it was, never a value.
-  log::warn("lease_placeholder_suspect", "tag=" + ev_.tag + " lease=" + s.lease + " place=" +
+  log::warn("lease_placeholder_suspect", "tag=" + ev_.tag + " lease=" + log::value(s.lease) + " place=" +
                                              std::string(suspectPlaceName(s.place)) +
                                              (s.header.empty() ? "" : " header=" + printable(s.header, 64)) +
                                              " dest=" + log::value(ev_.destination));
@@ -291,7 +291,7 @@ void Connection::reportLeaseEvents() {
     if (le.rule.empty()) le.rule = ev_.rule;
     if (log::enabled(log::Level::kInfo))
       log::write(le.decision == "allow" ? log::Level::kInfo : log::Level::kWarn, "lease_use",
-                 "tag=" + le.tag + " lease=" + le.lease + " mode=" + le.mode + " method=" + printable(le.method, 32) +
+                 "tag=" + le.tag + " lease=" + log::value(le.lease) + " mode=" + le.mode + " method=" + printable(le.method, 32) +
                      " host=" + (le.host.empty() ? "-" : log::value(le.host)) + " path_sha256=" + le.path_sha256 +
                      " status=" + std::to_string(le.status) + " decision=" + le.decision + " rule=" + le.rule +
                      " up=" + std::to_string(le.bytes_up) + " down=" + std::to_string(le.bytes_down) +

@@ -146,7 +146,7 @@ void Connection::finish() {
                    " resolved=" + (ev_.resolved.empty() ? "-" : log::value(ev_.resolved)) + " decision=" + ev_.decision +
                    " rule=" + ev_.rule + " status=" + std::to_string(ev_.status) +
                    " up=" + std::to_string(ev_.bytes_up) + " down=" + std::to_string(ev_.bytes_down) + " ms=" + ms +
-                   (ev_.lease.empty() ? "" : " lease=" + ev_.lease + " suspects=" + std::to_string(ev_.suspects)));
+                   (ev_.lease.empty() ? "" : " lease=" + log::value(ev_.lease) + " suspects=" + std::to_string(ev_.suspects)));
   }
   reportLeaseEvents();
   if (server_.options.on_event) server_.options.on_event(ev_);
