@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "audit/record_dir.h"
+#include "base/dir_stream.h"
 #include "base/read_fd.h"
 #include "policy/git_gate.h"
 
@@ -30,13 +31,9 @@ std::string gitBinary() {
 }
 
 bool dirIsEmpty(int dir) {
-  UniqueFd dup(::fcntl(dir, F_DUPFD_CLOEXEC, 3));
-  DIR* d = dup.valid() ? ::fdopendir(dup.get()) : nullptr;
-  if (d == nullptr) return false;
-  (void)dup.release();
-  std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
-  ::rewinddir(d);
-  while (dirent* e = ::readdir(d)) {
+  DirStream d = openDirStream(dir);
+  if (!d) return false;
+  while (dirent* e = ::readdir(d.get())) {
     std::string n = e->d_name;
     if (n != "." && n != "..") return false;
   }
@@ -54,13 +51,9 @@ constexpr int kMaxGitDepth = 16;
 
 Result<void> checkGitTree(int dir, const std::string& rel, int depth, size_t& entries) {
   if (depth > kMaxGitDepth) return Error(Errc::kRefused, "memory store " + rel + ": nested too deep: refusing");
-  UniqueFd dup(::fcntl(dir, F_DUPFD_CLOEXEC, 3));
-  DIR* d = dup.valid() ? ::fdopendir(dup.get()) : nullptr;
-  if (d == nullptr) return sysError("memory store " + rel);
-  (void)dup.release();
-  std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
-  ::rewinddir(d);
-  while (dirent* e = ::readdir(d)) {
+  DirStream d = openDirStream(dir);
+  if (!d) return sysError("memory store " + rel);
+  while (dirent* e = ::readdir(d.get())) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     const std::string path = std::string(rel).append("/").append(name);

@@ -16,6 +16,7 @@
 
 #include "audit/canonical_json.h"
 #include "audit/sha256.h"
+#include "base/dir_stream.h"
 #include "base/open_beneath.h"
 #include "base/read_fd.h"
 #include "sandbox/workspace.h"
@@ -100,14 +101,9 @@ Result<void> copyFile(int src_dir, const char* name, int dst_root, const std::st
 Result<void> walk(int src_dir, int dst_root, const std::string& prefix, int depth, const policy::Manifest& m,
                   uint64_t max_bytes, StageReport& report) {
   if (depth > kMaxDepth) return Error(Errc::kLimit, prefix + ": directories nested too deep");
-  UniqueFd dup(::fcntl(src_dir, F_DUPFD_CLOEXEC, 3));
-  if (!dup.valid()) return sysError("dup");
-  DIR* d = ::fdopendir(dup.get());
-  if (d == nullptr) return sysError(prefix.empty() ? "workspace" : prefix);
-  (void)dup.release();
-  std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
-  ::rewinddir(d);
-  while (dirent* e = ::readdir(d)) {
+  DirStream d = openDirStream(src_dir);
+  if (!d) return sysError(prefix.empty() ? "workspace" : prefix);
+  while (dirent* e = ::readdir(d.get())) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     if (depth == 0 && name == ".corral") continue;  // the audit record is never an input
