@@ -40,8 +40,17 @@ HELLO = client_hello()
 
 
 def start_source(total):
-    # A blocking thread, not asyncio: the byte source must be faster than what it measures.
-    # Per connection: read the client's hello, send `total` bytes, close.
+    """The byte source runs in its own process: as a thread beside the measuring client it
+    shared that client's GIL, and the tunnel's extra wake-ups turned into GIL hand-offs that
+    the benchmark then charged to the proxy. Returns (port, process)."""
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve-source", str(total)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return int(proc.stdout.readline()), proc
+
+
+def serve_source(total):
+    # Blocking threads, not asyncio: the byte source must be faster than what it measures.
+    # Per connection: read the client's hello, send `total` bytes, close. Runs until stdin closes.
     lsock = socket.create_server(("127.0.0.1", 0), backlog=16)
 
     def serve(conn):
@@ -62,7 +71,8 @@ def start_source(total):
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
-    return lsock.getsockname()[1]
+    print(lsock.getsockname()[1], flush=True)
+    sys.stdin.read()
 
 
 async def responder(reader, writer):
@@ -90,8 +100,8 @@ def start_upstreams(total):
 
     loop.run_until_complete(setup())
     threading.Thread(target=loop.run_forever, daemon=True).start()
-    ports["source"] = start_source(total)
-    return ports
+    ports["source"], source_proc = start_source(total)
+    return ports, source_proc
 
 
 def recv_all(sock, expect=None):
@@ -121,37 +131,41 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def throughput(proxy_port, source_port, total, proxy_pid, rounds=5):
+def throughput(proxy_port, source_port, total, proxy_pid, source_pid, rounds=5):
     """Median MiB/s of each mode over interleaved rounds (the order alternates): a shared host's
-    noise moves single transfers by 2x, and it hits both modes alike only when they alternate."""
+    noise moves single transfers by 2x, and it hits both modes alike only when they alternate.
+    Also the CPU seconds per GiB of each party in each mode, which stay steadier than MiB/s."""
     samples = {"direct": [], "tunnel": []}
-    cpu0 = cpu_seconds(proxy_pid)
+    cpu = {mode: {"source": 0.0, "sink": 0.0, "proxy": 0.0} for mode in samples}
     for r in range(rounds):
         order = ("direct", "tunnel") if r % 2 == 0 else ("tunnel", "direct")
-        for mode, mibs in throughput_once(proxy_port, source_port, total, order).items():
-            samples[mode].append(mibs)
+        for mode in order:
+            before = {"source": cpu_seconds(source_pid), "sink": cpu_seconds(os.getpid()),
+                      "proxy": cpu_seconds(proxy_pid)}
+            samples[mode].append(throughput_once(proxy_port, source_port, total, mode))
+            cpu[mode]["source"] += cpu_seconds(source_pid) - before["source"]
+            cpu[mode]["sink"] += cpu_seconds(os.getpid()) - before["sink"]
+            cpu[mode]["proxy"] += cpu_seconds(proxy_pid) - before["proxy"]
     result = {mode: statistics.median(v) for mode, v in samples.items()}
-    # CPU the proxy spent per GiB tunnelled: steadier than MiB/s on a shared host.
-    result["proxy_cpu_per_gib"] = (cpu_seconds(proxy_pid) - cpu0) / rounds / (total / (1 << 30))
+    gib = rounds * total / (1 << 30)
+    result["cpu_per_gib"] = {mode: {k: v / gib for k, v in parts.items()} for mode, parts in cpu.items()}
+    result["proxy_cpu_per_gib"] = result["cpu_per_gib"]["tunnel"]["proxy"]
     return result
 
 
-def throughput_once(proxy_port, source_port, total, order):
-    results = {}
-    for mode in order:
-        if mode == "direct":
-            s = socket.create_connection(("127.0.0.1", source_port))
-        else:
-            s = tunnel(proxy_port, f"127.0.0.1:{source_port}")
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        t0 = time.perf_counter()
-        s.sendall(HELLO)
-        got = recv_all(s)
-        dt = time.perf_counter() - t0
-        s.close()
-        assert got == total, (mode, got)
-        results[mode] = total / dt / (1 << 20)
-    return results
+def throughput_once(proxy_port, source_port, total, mode):
+    if mode == "direct":
+        s = socket.create_connection(("127.0.0.1", source_port))
+    else:
+        s = tunnel(proxy_port, f"127.0.0.1:{source_port}")
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    t0 = time.perf_counter()
+    s.sendall(HELLO)
+    got = recv_all(s)
+    dt = time.perf_counter() - t0
+    s.close()
+    assert got == total, (mode, got)
+    return total / dt / (1 << 20)
 
 
 def latency(proxy_port, http_port, n):
@@ -199,30 +213,36 @@ def idle_tunnels(proc, proxy_port, echo_port, n):
 
 
 def run_once(args, total):
-    ports = start_upstreams(total)
+    ports, source_proc = start_upstreams(total)
     grants = [f"https://127.0.0.1:{ports['source']}", f"https://127.0.0.1:{ports['echo']}", f"http://127.0.0.1:{ports['http']}"]
     proc = subprocess.Popen([args.proxy, *grants], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline().strip()
         assert line.startswith("port="), line
         pport = int(line[5:])
-        tp = throughput(pport, ports["source"], total, proc.pid)
+        tp = throughput(pport, ports["source"], total, proc.pid, source_proc.pid)
         lat = latency(pport, ports["http"], args.requests)
         before, after = idle_tunnels(proc, pport, ports["echo"], args.tunnels)
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+        source_proc.stdin.close()
+        source_proc.wait(timeout=30)
     return tp, lat, before, after
 
 
 def table(args, tp, lat, before, after):
     ratio = tp["tunnel"] / tp["direct"] * 100
+    c = tp["cpu_per_gib"]
     per = (after - before) / args.tunnels
     return "\n".join([
         "| metric | direct | through corral proxy | goal |",
         "|---|---|---|---|",
         f"| {args.gib:g} GiB download, MiB/s (median of 5 interleaved) | {tp['direct']:.0f} | {tp['tunnel']:.0f} ({ratio:.0f}%) | >= 80% |",
         f"| proxy CPU per GiB tunnelled, s | | {tp['proxy_cpu_per_gib']:.2f} | |",
+        f"| source + sink CPU per GiB, s | {c['direct']['source']:.2f} + {c['direct']['sink']:.2f} "
+        f"| {c['tunnel']['source']:.2f} + {c['tunnel']['sink']:.2f} | |",
+        f"| all parties' CPU per GiB, s | {sum(c['direct'].values()):.2f} | {sum(c['tunnel'].values()):.2f} | |",
         f"| small GET p50, us | {lat['direct'][0]:.0f} | {lat['proxied'][0]:.0f} (+{lat['proxied'][0] - lat['direct'][0]:.0f}) | added < 200 |",
         f"| small GET p99, us | {lat['direct'][1]:.0f} | {lat['proxied'][1]:.0f} (+{lat['proxied'][1] - lat['direct'][1]:.0f}) | |",
         f"| {args.tunnels} idle tunnels held, proxy RSS KiB | | {before} -> {after} ({per:.1f} KiB/tunnel) | |",
@@ -230,6 +250,8 @@ def table(args, tp, lat, before, after):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--serve-source":
+        return serve_source(int(sys.argv[2]))
     ap = argparse.ArgumentParser()
     ap.add_argument("--proxy", required=True, help="path to corral-proxy-bench")
     ap.add_argument("--gib", type=float, default=1.0)
