@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "cli/option_echo.h"
 
 // The lead's CMake sets this to the source tree; "." keeps a stray build working from there.
 #ifndef CORRAL_SOURCE_DIR
@@ -67,7 +68,7 @@ Result<std::vector<std::string>> scriptArgs(int argc, char** argv) {
     } else if (arg == "--check") {
       check = true;
     } else {
-      return Error(Errc::kInvalidArgument, "unknown option '" + std::string(arg) + "'");
+      return Error(Errc::kInvalidArgument, "unknown option " + optionName(arg));
     }
   }
   if (check) return std::vector<std::string>{"--check"};
@@ -108,7 +109,7 @@ int claimsMain(int argc, char** argv) {
   }
   auto args = scriptArgs(argc, argv);
   if (!args) {
-    std::fprintf(stderr, "corral claims: %s\n%s", args.error().message().c_str(), kUsage);
+    std::fprintf(stderr, "corral: claims: %s (try corral claims --help)\n", args.error().message().c_str());
     return kExitRefused;
   }
   std::string script = std::string(CORRAL_SOURCE_DIR) + "/scripts/claims.py";

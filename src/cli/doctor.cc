@@ -11,6 +11,7 @@
 #include "sandbox/host_facilities.h"
 #include "sandbox/linux_backend.h"
 #include "sandbox/workspace.h"
+#include "cli/option_echo.h"
 
 namespace corral::cli {
 namespace {
@@ -57,7 +58,7 @@ int doctorMain(const std::vector<std::string>& args) {
   for (const std::string& a : args) {
     if (a == "--json") json = true;
     else {
-      std::fprintf(stderr, "corral: doctor: unknown option %s\n", a.c_str());
+      std::fprintf(stderr, "corral: doctor: unknown option %s\n", optionName(a).c_str());
       return 125;
     }
   }

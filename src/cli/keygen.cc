@@ -8,6 +8,7 @@
 
 #include "audit/key_files.h"
 #include "audit/signing.h"
+#include "cli/option_echo.h"
 
 namespace corral::cli {
 namespace {
@@ -37,8 +38,8 @@ int keygenMain(const std::vector<std::string>& args) {
     } else if (a.substr(0, 6) == "--out=") {
       out = std::string(a.substr(6));
     } else {
-      const std::string why = a == "--out" ? "--out needs a value" : "unknown argument " + std::string(a);
-      std::fprintf(stderr, "corral: keygen: %s\n%s", why.c_str(), kUsage);
+      const std::string why = a == "--out" ? "--out needs a value" : "unknown argument " + optionName(a);
+      std::fprintf(stderr, "corral: keygen: %s (try corral keygen --help)\n", why.c_str());
       return kExitRefused;
     }
   }

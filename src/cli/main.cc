@@ -13,6 +13,7 @@
 #include "cli/run.h"
 #include "cli/verify.h"
 #include "sandbox/linux_backend.h"
+#include "policy/units.h"
 
 namespace corral::cli {
 namespace {
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  std::fprintf(stderr, "corral: unknown command '%s' (try corral --help)\n", cmd.c_str());
+  std::fprintf(stderr, "corral: unknown command %s (try corral --help)\n", policy::printable(cmd).c_str());
   return 125;
 }
 

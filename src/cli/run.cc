@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "agent/runner.h"
+#include "cli/option_echo.h"
 
 namespace corral::cli {
 namespace {
@@ -60,7 +61,7 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
       else if (v == "full") out.request.trace_content = agent::TraceContent::kFull;
       else return Error(Errc::kInvalidArgument, "--trace-content: expected hashes or full");
     } else if (!a.empty() && a[0] == '-') {
-      return Error(Errc::kInvalidArgument, "unknown option " + std::string(a.substr(0, 64)) + " (try corral run --help)");
+      return Error(Errc::kInvalidArgument, "unknown option " + optionName(a) + " (try corral run --help)");
     } else if (!have_manifest) {
       out.request.manifest_path = std::string(a);
       have_manifest = true;

@@ -18,6 +18,7 @@
 #include "audit/verify.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "cli/option_echo.h"
 
 namespace corral::cli {
 namespace {
@@ -63,7 +64,7 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
       for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       out.trusted_head = head;
     } else if (!a.empty() && a[0] == '-') {
-      return Error(Errc::kInvalidArgument, "unknown option " + std::string(a));
+      return Error(Errc::kInvalidArgument, "unknown option " + optionName(a) + " (try corral verify --help)");
     } else if (out.workspace.empty()) {
       out.workspace = a;
     } else {
@@ -155,7 +156,7 @@ void printText(const audit::VerifyReport& r) {
 int verifyMain(const std::vector<std::string>& args) {
   auto parsed = parseArgs(args);
   if (!parsed) {
-    std::fprintf(stderr, "corral: verify: %s\n%s", parsed.error().message().c_str(), kUsage);
+    std::fprintf(stderr, "corral: verify: %s\n", parsed.error().message().c_str());
     return kExitUsage;
   }
   if (parsed->help) {

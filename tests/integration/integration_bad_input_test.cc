@@ -79,6 +79,35 @@ TEST(ExecBadInputCommand, MissingCommandIsRefused) {
   EXPECT_TRUE(cwd.entries().empty());
 }
 
+// Every subcommand echoes an unknown option: with a newline, an escape and a 4 KiB tail in it,
+// the echo must still be one short line without control bytes (a terminal or a log parser
+// reads it), never show an option's value, and the exit status must be non-zero.
+TEST(ExecBadInputCommand, EverySubcommandEchoesAHostileOptionOnOneShortLine) {
+  const std::string hostile = "--bo\ngus\x1b[2J" + std::string(4096, 'x');
+  std::vector<std::vector<std::string>> cases = {
+      {"exec", hostile, "--", "/bin/true"}, {"run", hostile}, {"verify", hostile}, {"keygen", hostile},
+      {"doctor", hostile}, {"claims", hostile}, {hostile}};
+  // A mistyped option with a secret value: the echo names the option, never the value.
+  for (const char* sub : {"exec", "run", "verify", "keygen", "doctor", "claims"})
+    cases.push_back({sub, "--api-key=corral-sentinel-value", "--", "/bin/true"});
+  for (const auto& args : cases) {
+    TempDir cwd("badopt-cwd");
+    RunOptions o;
+    o.cwd = cwd.path();
+    std::vector<std::string> argv{corralBin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = run(argv, o);
+    const std::string what = args.size() > 1 ? args[0] : "(no subcommand)";
+    EXPECT_NE(r.exit_code, 0) << what;
+    ASSERT_FALSE(r.err.empty()) << what;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << what << ": " << r.err.substr(0, 300);
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << what;
+    EXPECT_LT(r.err.size(), 400u) << what;
+    EXPECT_EQ(r.err.find("corral-sentinel-value"), std::string::npos) << what << ": " << r.err;
+    EXPECT_TRUE(cwd.entries().empty()) << what;
+  }
+}
+
 // Control: the same options with good values run, so the refusals above are about the values.
 TEST(ExecBadInputCommand, ControlEveryOptionWithGoodValuesRuns) {
   TempDir ws("goodin-ws"), dir("goodin-report");
