@@ -31,6 +31,16 @@ std::vector<std::string_view> split(std::string_view p) {
   }
 }
 
+// ASCII case-insensitive equality (strncasecmp would depend on the locale).
+bool sameAsciiCaseless(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
 // A relative body in normal form: every component non-empty, not "." or "..", within
 // NAME_MAX; no control byte anywhere.
 bool refNormalBody(std::string_view body) {
@@ -68,7 +78,7 @@ bool refUtf8(std::string_view s) {
 bool refOutput(std::string_view rel) {
   if (rel.empty() || rel.size() > path::kMaxPath || rel.front() == '/') return false;
   if (!refNormalBody(rel) || !refUtf8(rel)) return false;
-  return split(rel).front() != ".corral";
+  return !sameAsciiCaseless(split(rel).front(), ".corral");
 }
 
 bool refMount(std::string_view abs) {
@@ -103,7 +113,7 @@ void checkOutput(std::string_view rel) {
   PROPERTY(noControlBytes(rel), "control byte accepted: " + *r);
   for (std::string_view c : split(rel)) PROPERTY(c != ".." && c != ".", "dot component accepted: " + *r);
   PROPERTY(staysInside(rel), "output resolves outside the workspace: " + *r);
-  PROPERTY(split(rel).front() != ".corral", "reserved .corral/ output accepted: " + *r);
+  PROPERTY(!sameAsciiCaseless(split(rel).front(), ".corral"), "reserved .corral/ output accepted: " + *r);
 }
 
 void checkMount(std::string_view abs) {

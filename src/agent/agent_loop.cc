@@ -57,8 +57,10 @@ Result<CallResult> callModel(RunContext& run, TaskState& task, Provider& provide
     json entry = {{"task", task.id}, {"turn", task.turn}, {"attempt", attempt}, {"provider", provider.name()},
                   {"request_sha256", request_sha256}, {"request_messages", messages.size()}};
     if (reply.ok()) {
-      run.counters.input_tokens += reply->usage.input_tokens;
-      run.counters.output_tokens += reply->usage.output_tokens;
+      // Saturating: the totals go into the trace and result.json, whose integers stop at 2^53-1.
+      constexpr uint64_t kMaxTotal = (uint64_t{1} << 53) - 1;
+      run.counters.input_tokens = std::min(kMaxTotal, run.counters.input_tokens + reply->usage.input_tokens);
+      run.counters.output_tokens = std::min(kMaxTotal, run.counters.output_tokens + reply->usage.output_tokens);
       entry.update({{"status", "ok"},
                     {"input_tokens", reply->usage.input_tokens},
                     {"output_tokens", reply->usage.output_tokens},
@@ -124,6 +126,20 @@ Result<TaskOutcome> runTaskLoop(RunContext& run, const std::string& id, const po
       break;
     }
     ModelReply& reply = *call.reply;
+    if (reply.tool_calls.size() > kMaxToolCallsPerReply) {
+      // One entry for the excess, not one per call: a reply of 200k calls must cost no more
+      // than one of 17. The conversation keeps only the calls that were handled, so the
+      // next request answers every call it holds.
+      const size_t dropped = reply.tool_calls.size() - kMaxToolCallsPerReply;
+      reply.tool_calls.resize(kMaxToolCallsPerReply);
+      RETURN_IF_ERROR(run.record("tool_calls_dropped", {{"task", id},
+                                                        {"turn", task.turn},
+                                                        {"dropped", dropped},
+                                                        {"limit", kMaxToolCallsPerReply},
+                                                        {"rule", "too-many-calls"}}));
+      reply.content += "\n[corral: " + std::to_string(dropped) + " further tool calls dropped: at most " +
+                       std::to_string(kMaxToolCallsPerReply) + " per reply]";
+    }
     Message assistant{Role::kAssistant, reply.content, reply.tool_calls, {}, {}};
     messages.push_back(assistant);
     if (reply.tool_calls.empty()) {
@@ -131,14 +147,12 @@ Result<TaskOutcome> runTaskLoop(RunContext& run, const std::string& id, const po
       messages.push_back({Role::kUser, "Continue with tool calls; call finish when the task is done.", {}, {}, {}});
       continue;
     }
-    for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
-      const ToolCall& c = reply.tool_calls[i];
-      Result<ToolResult> r = task.finished
-                                 ? refuseToolCall(run, task, c, "after-finish", "the task already finished")
-                             : i >= kMaxToolCallsPerReply
-                                 ? refuseToolCall(run, task, c, "too-many-calls",
-                                                  "at most " + std::to_string(kMaxToolCallsPerReply) + " tool calls per reply")
-                                 : handleToolCall(run, task, c);
+    for (const ToolCall& c : reply.tool_calls) {
+      // The wall clock is checked between calls too: one reply's calls must not outlast it.
+      const auto late = task.finished ? std::nullopt : budget.checkWallTime(run.now());
+      Result<ToolResult> r = task.finished ? refuseToolCall(run, task, c, "after-finish", "the task already finished")
+                             : late        ? refuseToolCall(run, task, c, "budget.wall_time", late->message())
+                                           : handleToolCall(run, task, c);
       if (!r.ok()) return r.error();
       messages.push_back({Role::kTool, r->content, {}, c.id, c.name});
     }

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "audit/record_dir.h"
 #include "audit/sha256.h"
@@ -19,13 +18,10 @@ Result<ContentStore> ContentStore::open(const UniqueFd& record_dir) {
 
 Result<std::string> ContentStore::keep(std::string_view bytes) {
   const std::string hash = audit::sha256Hex(bytes);
-  struct stat st;
-  if (::fstatat(dir_.get(), hash.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return hash;
-  const std::string tmp = "." + hash + ".tmp";
-  UniqueFd fd(::openat(dir_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd.valid()) return sysError("content store: create");
-  RETURN_IF_ERROR(audit::writeAll(fd.get(), bytes, "content store"));
-  if (::renameat(dir_.get(), tmp.c_str(), dir_.get(), hash.c_str()) != 0) return sysError("content store: rename");
+  // A blob already there is kept only when it holds exactly these bytes: the workspace
+  // arrives from outside, and a planted blob must not stand as what the model saw.
+  if (auto existing = audit::readRecordFile(dir_, hash, bytes.size()); existing && *existing == bytes) return hash;
+  if (auto w = audit::replaceFileAt(dir_, hash, bytes, false); !w) return w.error().wrap("content store");
   ++stored_;
   return hash;
 }

@@ -192,15 +192,8 @@ Result<MemoryOutcome> commitRunMemory(const std::string& workspace, const std::s
   UniqueFd runs(::openat(mem.get(), "runs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!runs.valid()) return sysError("memory store: runs");
   const std::string name = run_id + ".json";
-  const std::string tmp = "." + name + ".tmp";
-  {
-    UniqueFd fd(::openat(runs.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!fd.valid()) return sysError("memory store: create");
-    RETURN_IF_ERROR(audit::writeAll(fd.get(), record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-                                    "memory store"));
-    if (::fsync(fd.get()) != 0) return sysError("memory store: fsync");
-  }
-  if (::renameat(runs.get(), tmp.c_str(), runs.get(), name.c_str()) != 0) return sysError("memory store: rename");
+  RETURN_IF_ERROR(audit::replaceFileAt(
+      runs, name, record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", true));
 
   const std::string bin = gitBinary();
   if (bin == "none" || ::access(bin.c_str(), X_OK) != 0)

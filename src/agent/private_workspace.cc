@@ -19,6 +19,7 @@
 #include "base/dir_stream.h"
 #include "base/open_beneath.h"
 #include "base/read_fd.h"
+#include "policy/path_policy.h"
 #include "sandbox/workspace.h"
 
 namespace corral::agent {
@@ -106,7 +107,7 @@ Result<void> walk(int src_dir, int dst_root, const std::string& prefix, int dept
   while (dirent* e = ::readdir(d.get())) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (depth == 0 && name == ".corral") continue;  // the audit record is never an input
+    if (depth == 0 && policy::path::isReservedName(name)) continue;  // the audit record is never an input
     const std::string rel = prefix.empty() ? name : std::string(prefix).append("/").append(name);
     struct stat st;
     if (::fstatat(src_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError(rel);

@@ -97,7 +97,8 @@ TEST(AnthropicWire, MalformedShapesAreRefused) {
                            R"({"content":[{"type":"tool_use","id":"t","input":{}}]})",
                            R"({"content":[{"type":"tool_use","name":"x","input":{}}]})",
                            R"({"content":[{"type":"tool_use","id":"t","name":"x","input":"{}"}]})",
-                           R"({"content":[],"usage":{"input_tokens":-3}})"}) {
+                           R"({"content":[],"usage":{"input_tokens":-3}})",
+                           R"({"content":[],"usage":{"output_tokens":9007199254740993}})"}) {
     auto r = wire::parseAnthropicReply(body);
     ASSERT_FALSE(r.ok()) << "accepted " << body;
     EXPECT_EQ(r.error().code(), kInvalid);

@@ -123,7 +123,7 @@ TEST(OllamaWire, MalformedShapesAreRefused) {
   for (const char* body : {R"({"done":true})", R"({"message":"x"})", R"({"message":{"content":[]}})",
                            R"({"message":{"tool_calls":[{"function":{"arguments":{}}}]}})",
                            R"({"message":{"tool_calls":[{"function":{"name":"x","arguments":7}}]}})",
-                           R"({"message":{},"eval_count":"many"})"}) {
+                           R"({"message":{},"eval_count":"many"})", R"({"message":{},"prompt_eval_count":4294967296})"}) {
     auto r = wire::parseOllamaReply(body, 0);
     ASSERT_FALSE(r.ok()) << "accepted " << body;
     EXPECT_EQ(r.error().code(), kInvalid);

@@ -116,7 +116,14 @@ TEST(OpenAiWire, MalformedShapesAreRefusedWithTheFieldPath) {
                   "arguments is not a string"},
                  {R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"x"}}]}}]})", "arguments missing"},
                  {R"({"choices":[{"message":{}}],"usage":{"prompt_tokens":-1}})", "usage.prompt_tokens"},
-                 {R"({"choices":[{"message":{}}],"usage":{"completion_tokens":1.5}})", "usage.completion_tokens"}}) {
+                 {R"({"choices":[{"message":{}}],"usage":{"completion_tokens":1.5}})", "usage.completion_tokens"},
+                 // Counts the trace could not even hold (2^53) would stop the record being sealed.
+                 {R"({"choices":[{"message":{}}],"usage":{"prompt_tokens":9007199254740992}})",
+                  "usage.prompt_tokens is over 4294967295"},
+                 {R"({"choices":[{"message":{}}],"usage":{"completion_tokens":4294967296}})",
+                  "usage.completion_tokens is over 4294967295"},
+                 {R"({"choices":[{"message":{}}],"usage":{"prompt_tokens":18446744073709551615}})",
+                  "usage.prompt_tokens is over"}}) {
     auto r = wire::parseOpenaiReply(c.body, 0);
     ASSERT_FALSE(r.ok()) << "accepted " << c.body;
     EXPECT_EQ(r.error().code(), kInvalid);

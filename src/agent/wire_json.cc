@@ -58,10 +58,15 @@ Result<uint64_t> optionalCount(const nlohmann::json& obj, const char* key, std::
   if (it == obj.end() || it->is_null()) return uint64_t{0};
   if (!it->is_number_unsigned()) {
     // A negative number parses as number_integer; a float or a string is also refused.
-    if (it->is_number_integer() && it->get<int64_t>() >= 0) return static_cast<uint64_t>(it->get<int64_t>());
-    return malformed(what, std::string(path) + "." + key + " is not a non-negative integer");
+    if (!it->is_number_integer() || it->get<int64_t>() < 0)
+      return malformed(what, std::string(path) + "." + key + " is not a non-negative integer");
   }
-  return it->get<uint64_t>();
+  // The endpoint is not trusted: an absurd count (2^53 and up cannot even be written to the
+  // trace) would stop the record from being sealed. No reply of any model comes near 2^32.
+  const uint64_t n = it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
+  if (n > kMaxTokenCount)
+    return malformed(what, std::string(path) + "." + key + " is over " + std::to_string(kMaxTokenCount));
+  return n;
 }
 
 Result<void> parseAssistantMessage(const nlohmann::json& message, const MessageShape& shape, std::string_view what,

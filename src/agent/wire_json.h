@@ -29,8 +29,9 @@ std::string dumpJson(const nlohmann::json& value);
 // A malformed-response error: "<what>: <reason>" with code kInvalidArgument.
 Error malformed(std::string_view what, std::string_view reason);
 
-// Reads an optional non-negative integer field of obj (absent or null: 0). A value of any
-// other type is an error naming the field path.
+// Reads an optional token count of obj (absent or null: 0). A value of any other type, or
+// above kMaxTokenCount, is an error naming the field path.
+inline constexpr uint64_t kMaxTokenCount = 0xFFFFFFFFu;
 Result<uint64_t> optionalCount(const nlohmann::json& obj, const char* key, std::string_view what,
                                std::string_view path);
 

@@ -5,6 +5,7 @@
 #include "base/read_fd.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +47,32 @@ Result<std::string> readRecordFile(const UniqueFd& dir, std::string_view name, s
   ASSIGN_OR_RETURN(std::string out, readUpTo(fd.get(), max_bytes, "read " + n));
   if (out.size() > max_bytes) return Error(Errc::kLimit, n + " grew past its limit while being read");
   return out;
+}
+
+Result<void> replaceFileAt(const UniqueFd& dir, std::string_view name, std::string_view bytes, bool durable) {
+  const std::string target(name);
+  std::string tmp;
+  UniqueFd fd;
+  for (int attempt = 0; attempt < 8 && !fd.valid(); ++attempt) {
+    uint64_t rnd = 0;
+    if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) return sysError("getrandom");
+    static constexpr char kHex[] = "0123456789abcdef";
+    tmp = "." + target.substr(0, 160) + ".tmp-";
+    for (int i = 0; i < 16; ++i) tmp += kHex[(rnd >> (4 * i)) & 0xf];
+    fd = UniqueFd(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd.valid() && errno != EEXIST) return sysError("create " + tmp);
+  }
+  if (!fd.valid()) return Error(Errc::kIo, "create a temp file for " + target + ": every name taken");
+  auto fail = [&](Error e) -> Error {
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    return e;
+  };
+  if (auto w = writeAll(fd.get(), bytes, tmp); !w) return fail(w.error());
+  if (durable && ::fsync(fd.get()) != 0) return fail(sysError("fsync " + tmp));
+  if (::renameat(dir.get(), tmp.c_str(), dir.get(), target.c_str()) != 0)
+    return fail(sysError("rename " + tmp + " to " + target));
+  if (durable && ::fsync(dir.get()) != 0) return sysError("fsync the directory of " + target);
+  return {};
 }
 
 Result<void> writeAll(int fd, std::string_view bytes, std::string_view what) {

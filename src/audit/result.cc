@@ -110,23 +110,7 @@ Result<ResultRecord> parseResult(std::string_view bytes) {
 }
 
 Result<void> writeResultFile(const UniqueFd& record_dir, std::string_view bytes) {
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = ".result.json.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const std::string name(kResultFileName);
-  int raw = ::openat(record_dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (raw < 0) return sysError("create " + tmp);
-  UniqueFd fd(raw);
-  auto fail = [&](Error e) -> Error {
-    ::unlinkat(record_dir.get(), tmp.c_str(), 0);
-    return e;
-  };
-  if (auto w = writeAll(fd.get(), bytes, tmp); !w) return fail(w.error());
-  if (::fsync(fd.get()) != 0) return fail(sysError("fsync " + tmp));
-  // rename(2) replaces a symlink named result.json itself, never its target.
-  if (::renameat(record_dir.get(), tmp.c_str(), record_dir.get(), name.c_str()) != 0)
-    return fail(sysError("rename " + tmp + " to " + name));
-  if (::fsync(record_dir.get()) != 0) return sysError("fsync .corral");
-  return {};
+  return replaceFileAt(record_dir, kResultFileName, bytes, true);
 }
 
 Result<void> finishRecord(const UniqueFd& record_dir, TraceWriter& trace, std::string_view manifest_sha256,

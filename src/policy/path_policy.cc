@@ -58,6 +58,20 @@ bool within(std::string_view p, std::string_view root) {
 
 }  // namespace
 
+bool isReservedName(std::string_view component) {
+  for (std::string_view root : kReservedOutputRoots) {
+    if (component.size() != root.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < root.size() && same; ++i) {
+      char c = component[i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      same = c == root[i];
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
 Result<std::string> outputPath(std::string_view rel) {
   if (rel.empty()) return invalid("is empty");
   if (rel.front() == '/') return invalid("is absolute; outputs are relative to the workspace");
@@ -65,8 +79,8 @@ Result<std::string> outputPath(std::string_view rel) {
   RETURN_IF_ERROR(checkComponents(rel));
   // Reports and the trace are JSON: a name that is not UTF-8 could not be written in them.
   if (!manifest_fields::validUtf8(rel)) return invalid("is not valid UTF-8");
-  for (std::string_view root : kReservedOutputRoots)
-    if (within(rel, root)) return invalid("is under " + std::string(root) + "/, which corral reserves");
+  if (isReservedName(rel.substr(0, rel.find('/'))))
+    return invalid("is under .corral/, which corral reserves");
   return std::string(rel);
 }
 

@@ -19,6 +19,11 @@ inline constexpr size_t kMaxPath = 4096;
 // path unchanged. Errors (kInvalidArgument) say why and leave naming the path to the caller.
 Result<std::string> outputPath(std::string_view rel);
 
+// Whether one path component names the reserved audit directory (.corral) in any ASCII
+// case: on a case-insensitive or casefolded filesystem (vfat, ntfs3, ext4/tmpfs casefold)
+// ".CORRAL" is the same directory.
+bool isReservedName(std::string_view component);
+
 // The sandbox side of a read-only bind: absolute, in normal form as above, and neither "/"
 // nor equal to or beneath a place corral builds itself (/proc, /dev, /workspace, /tmp, /etc,
 // /usr, /bin, /sbin, /lib*). Returns the path unchanged.

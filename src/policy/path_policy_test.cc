@@ -49,6 +49,9 @@ TEST(OutputPath, RefusesHostilePathsWithOneLineReason) {
       {"a/" + std::string(256, 'n'), "has a component longer than 255 bytes"},
       {".corral", "is under .corral/, which corral reserves"},
       {".corral/result.json", "is under .corral/, which corral reserves"},
+      // The same directory on a case-insensitive or casefolded filesystem.
+      {".CORRAL/mailbox/inbox/x", "is under .corral/, which corral reserves"},
+      {".Corral", "is under .corral/, which corral reserves"},
       {"\xff\xfe", "is not valid UTF-8"},
       {"a/\xc3", "is not valid UTF-8"},
   };

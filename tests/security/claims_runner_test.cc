@@ -3,6 +3,7 @@
 // call is gated (and applied only with --apply), .corral/ is reserved, budgets hold. Each
 // test plays a hostile model through the replay provider against the real binary.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "run_fixture.h"
 
@@ -118,6 +119,48 @@ TEST(RunnerToolCallsGated, DryRunValidatesButAppliesNothing) {
   EXPECT_EQ(calls[1]["decision"], "dry_run");
   EXPECT_FALSE(calls[1].contains("exit_code")) << "the command ran in a dry run";
   EXPECT_EQ(runJson(r)["commands"], 0);
+}
+
+std::string sha256Of(const TempDir& dir, const std::string& bytes) {
+  dir.write("hash-me.bin", bytes);
+  RunResult h = corral::testing::run({"/usr/bin/sha256sum", dir / "hash-me.bin"});
+  ::unlink((dir / "hash-me.bin").c_str());
+  return h.out.substr(0, 64);
+}
+
+// The workspace (and the .corral/ in it) arrives from outside. Files laid out in advance at
+// the names the run writes through (a hard link or FIFO at a temp name, a blob with other
+// bytes than its name says) must neither redirect a write to a host file nor stand in the
+// record, and a dry run must change nothing but the record.
+TEST(RunnerToolCallsGated, ARecordDirectoryLaidOutInAdvanceNeverRedirectsTheRunsWrites) {
+  RunFixture f;
+  TempDir scratch("hashes");
+  f.ws.write("victim.txt", "precious\n");
+  const std::string task = f.manifest["task"].get<std::string>();
+  const std::string content = "changed by write";
+  const std::string task_hash = sha256Of(scratch, task), content_hash = sha256Of(scratch, content),
+                    summary_hash = sha256Of(scratch, "done");
+  ASSERT_EQ(task_hash.size(), 64u);
+  ASSERT_EQ(::mkdir((f.ws / ".corral").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((f.ws / ".corral/blobs").c_str(), 0755), 0);
+  // The temp names the store used: ".<hash>.tmp".
+  ASSERT_EQ(::link((f.ws / "victim.txt").c_str(), (f.ws / (".corral/blobs/." + task_hash + ".tmp")).c_str()), 0);
+  ASSERT_EQ(::mkfifo((f.ws / (".corral/blobs/." + summary_hash + ".tmp")).c_str(), 0644), 0);
+  f.ws.write(".corral/blobs/" + content_hash, "forged: not what the model sent");
+  f.reply({call("write", {{"path", "out.txt"}, {"content", content}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunOptions o;
+  o.deadline = std::chrono::seconds(20);
+  RunResult r = f.run({"--trace-content", "full"}, o);  // a dry run
+  ASSERT_FALSE(r.deadline_hit) << claim("runner.tool-calls-gated", "a FIFO in the record directory hung the run");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(f.ws.read("victim.txt"), "precious\n")
+      << claim("runner.tool-calls-gated", "a dry run wrote a host file through a hard link in .corral/blobs");
+  EXPECT_FALSE(f.ws.exists("out.txt"));
+  EXPECT_EQ(f.ws.read(".corral/blobs/" + task_hash), task);
+  EXPECT_EQ(f.ws.read(".corral/blobs/" + summary_hash), "done");
+  EXPECT_EQ(f.ws.read(".corral/blobs/" + content_hash), content)
+      << claim("runner.tool-calls-gated", "a planted blob stood as what the model sent");
 }
 
 TEST(RunnerToolCallsGated, Control_ApplyWritesAndRunsInASandbox) {
@@ -253,6 +296,29 @@ TEST(RunnerToolCallsGated, MalformedModelCallsAreRefusedAndTraced) {
                          "arguments.json"};
   for (size_t i = 0; i < 8; ++i) EXPECT_TRUE(refusedWith(calls, i, rules[i])) << i;
   EXPECT_FALSE(f.ws.exists("out.txt"));
+}
+
+// A reply is a model's to shape: 5,000 tool calls in one reply cost what 17 do. The first 16
+// are handled, the rest go in one traced entry, and the next request carries only the 16.
+TEST(RunnerBudgetsEnforced, AFloodOfToolCallsInOneReplyIsCutToTheLimit) {
+  RunFixture f;
+  std::vector<json> flood;
+  for (int i = 0; i < 5000; ++i) flood.push_back(call("mailbox_read", json::object()));
+  f.reply(flood);
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run({});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(f.toolCalls().size(), 17u) << claim("runner.budgets-enforced", "every call of a flood was handled or traced");
+  auto dropped = f.entries("tool_calls_dropped");
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0]["dropped"], 5000 - 16);
+  EXPECT_EQ(dropped[0]["rule"], "too-many-calls");
+  auto calls = f.entries("model_call");
+  ASSERT_EQ(calls.size(), 2u);
+  // system, user, assistant, 16 tool results: nothing of the dropped calls went back.
+  EXPECT_EQ(calls[1]["request_messages"], 19);
+  EXPECT_LT(f.ws.read(".corral/trace.jsonl").size(), 64u * 1024) << "the trace grew with the flood";
+  EXPECT_EQ(corral::testing::run({corralBin(), "verify", f.ws.path()}).exit_code, 0);
 }
 
 // ---- runner.audit-dir-reserved ----
