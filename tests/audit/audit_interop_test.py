@@ -164,6 +164,39 @@ def main() -> int:
         r = run(a.testwriter, inside, "--signing-key", os.path.join(inside, "k.pem"))
         check(r.returncode != 0 and "inside the workspace" in r.stderr, "a signing key inside the workspace is refused")
 
+        # A record made by a whole `corral run` (the fix-a-bug example, signed, contents kept
+        # as blobs), not only by the test writer: the independent verifier must accept it and
+        # agree with corral verify, and each blob must hold the bytes its name hashes.
+        example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "fix-a-bug")
+        real = os.path.join(tmp, "real-run")
+        shutil.copytree(example, real)
+        env_run = dict(env, TMPDIR=tmp)
+        r = run(a.corral, "run", os.path.join(real, "manifest.json"), "--workspace", real, "--apply",
+                "--trace-content", "full", env=env_run)
+        if r.returncode != 0:  # no namespaces here: a dry run still writes a whole record
+            shutil.rmtree(real)
+            shutil.copytree(example, real)
+            r = run(a.corral, "run", os.path.join(real, "manifest.json"), "--workspace", real,
+                    "--trace-content", "full", env=env_run)
+        check(r.returncode == 0, f"corral run of examples/fix-a-bug (rc {r.returncode}: {r.stderr.strip()[:200]})")
+        real_head = va.sha256_hex(lines_of(real)[-1])
+        ok, msg = py_verify(real, pub, real_head, fp)
+        check(ok, f"independent verifier accepts a real corral run's signed record ({msg})")
+        j = json.loads(ctx.corral_verify(real, pub, None, "--json").stdout)
+        check(j["ok"] and j["trace_head"] == real_head and j["trace_count"] == len(lines_of(real)),
+              "corral verify agrees on the real run's head and count")
+        blobs = os.path.join(real, ".corral", "blobs")
+        names = sorted(os.listdir(blobs)) if os.path.isdir(blobs) else []
+        check(len(names) > 0, "--trace-content full kept blobs")
+        bad = [n for n in names if va.sha256_hex(open(os.path.join(blobs, n), "rb").read()) != n]
+        check(not bad, f"every blob holds the bytes its name hashes ({bad[:3]})")
+        damaged = ctx.fresh(real)
+        lines = lines_of(damaged)
+        lines[len(lines) // 2] = lines[len(lines) // 2].replace(b'"seq":', b'"seq" :', 1)
+        write_lines(damaged, lines)
+        check(not py_verify(damaged, pub)[0] and ctx.corral_verify(damaged, pub).returncode == 1,
+              "both verifiers reject the real record with one line changed")
+
         # Bad usage is 125, not 1.
         for args in ([], [good, "--trusted-head", "xyz"], [good, "--public-key", os.path.join(tmp, "none.pem")],
                      [good, "--public-key", priv], [os.path.join(tmp, "no-such-dir")], [good, "--bogus"]):

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+
 #include "run_fixture.h"
 
 namespace corral::testing {
@@ -296,6 +298,36 @@ TEST(RunnerToolCallsGated, MalformedModelCallsAreRefusedAndTraced) {
                          "arguments.json"};
   for (size_t i = 0; i < 8; ++i) EXPECT_TRUE(refusedWith(calls, i, rules[i])) << i;
   EXPECT_FALSE(f.ws.exists("out.txt"));
+}
+
+// wall_time bounds the whole run: commands get at most what is left of it, calls in the
+// same reply are refused once it is spent, and the next turn ends the task (exit 2).
+TEST(RunnerBudgetsEnforced, WallTimeBoundsCommandsAndEndsTheRun) {
+  RunFixture f;
+  f.manifest["budgets"]["wall_time"] = "2s";
+  f.manifest["budgets"]["command_timeout"] = "2s";
+  f.ws.write("sleep.py", "import time\ntime.sleep(30)\n");
+  std::vector<json> calls;
+  for (int i = 0; i < 4; ++i) calls.push_back(call("run", {{"command", "python3"}, {"args", {"sleep.py"}}}));
+  f.reply(calls);
+  for (int i = 0; i < 5; ++i) f.reply({call("mailbox_read", json::object())});
+  f.reply({call("finish", {{"summary", "done"}})});
+  const auto t0 = std::chrono::steady_clock::now();
+  RunResult r = f.run();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_LT(took, std::chrono::seconds(20)) << claim("runner.budgets-enforced", "commands outlasted wall_time");
+  auto traced = f.toolCalls();
+  ASSERT_GE(traced.size(), 2u);
+  int64_t total_timeout = 0;
+  for (const json& c : traced)
+    if (c.contains("timeout_ms")) total_timeout += c["timeout_ms"].get<int64_t>();
+  EXPECT_LE(total_timeout, 2000) << claim("runner.budgets-enforced", "command timeouts add up past wall_time");
+  EXPECT_TRUE(refusedWith(traced, traced.size() - 1, "budget.wall_time"));
+  auto b = f.entries("budget_exhausted");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0]["budget"], "wall_time");
+  EXPECT_EQ(f.entries("model_call").size(), 1u) << "a turn was taken after wall_time ran out";
 }
 
 // A reply is a model's to shape: 5,000 tool calls in one reply cost what 17 do. The first 16
