@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/sendfile.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -137,25 +138,67 @@ Result<void> walk(int src_dir, int dst_root, const std::string& prefix, int dept
   return {};
 }
 
+
+constexpr std::string_view kRootPrefix = "corral-run-";
+// Made only after the root is locked: a root without it may be one that create() has not
+// locked yet, or any other directory with a similar name, and is never swept.
+constexpr char kLockMarker[] = ".corral-private-workspace";
+
+// Removes TMPDIR/corral-run-* roots of this uid whose run is gone: the lock marker is there
+// but nobody holds the lock. Best effort; anything unexpected is left alone.
+void sweepAbandoned(const std::string& tmpdir) {
+  UniqueFd dir(::open(tmpdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return;
+  DirStream stream = openDirStream(dir.get());
+  if (!stream) return;
+  std::vector<std::string> gone;
+  while (dirent* e = ::readdir(stream.get())) {
+    const std::string_view name = e->d_name;
+    if (name.size() != kRootPrefix.size() + 6 || name.substr(0, kRootPrefix.size()) != kRootPrefix) continue;
+    UniqueFd root(::openat(dir.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (!root.valid() || ::fstat(root.get(), &st) != 0 || st.st_uid != ::geteuid()) continue;
+    if (::flock(root.get(), LOCK_EX | LOCK_NB) != 0) continue;  // a live run, or a sweeper
+    if (::faccessat(root.get(), kLockMarker, F_OK, AT_SYMLINK_NOFOLLOW) == 0) gone.emplace_back(name);
+  }
+  for (const std::string& name : gone) {
+    std::error_code ec;
+    std::filesystem::remove_all(tmpdir + "/" + name, ec);  // never follows symlinks
+  }
+}
+
 }  // namespace
 
 Result<PrivateWorkspace> PrivateWorkspace::create() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") + "/corral-run-XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) return sysError("private workspace: mkdtemp " + tmpl);
-  UniqueFd fd(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) {
-    Error e = sysError("private workspace: open " + tmpl);
-    ::rmdir(tmpl.c_str());
+  const char* env = std::getenv("TMPDIR");
+  const std::string tmpdir = env != nullptr && env[0] == '/' ? env : "/tmp";
+  sweepAbandoned(tmpdir);
+  std::string root = tmpdir + "/" + std::string(kRootPrefix) + "XXXXXX";
+  if (::mkdtemp(root.data()) == nullptr) return sysError("private workspace: mkdtemp " + root);
+  auto fail = [&](Error e) -> Error {
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
     return e;
-  }
-  return PrivateWorkspace(std::move(tmpl), std::move(fd));
+  };
+  UniqueFd lock(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!lock.valid()) return fail(sysError("private workspace: open " + root));
+  // Blocking: a sweeper holds the lock only while it looks, and leaves a root without the
+  // marker alone.
+  while (::flock(lock.get(), LOCK_EX) != 0)
+    if (errno != EINTR) return fail(sysError("private workspace: lock " + root));
+  UniqueFd marker(::openat(lock.get(), kLockMarker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!marker.valid()) return fail(sysError("private workspace: create the lock marker"));
+  if (::mkdirat(lock.get(), "ws", 0700) != 0) return fail(sysError("private workspace: mkdir ws"));
+  UniqueFd ws(::openat(lock.get(), "ws", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!ws.valid()) return fail(sysError("private workspace: open ws"));
+  std::string path = root + "/ws";
+  return PrivateWorkspace(std::move(root), std::move(lock), std::move(path), std::move(ws));
 }
 
 PrivateWorkspace::~PrivateWorkspace() {
-  if (path_.empty()) return;
+  if (root_.empty()) return;
   std::error_code ec;
-  std::filesystem::remove_all(path_, ec);  // never follows symlinks
+  std::filesystem::remove_all(root_, ec);  // never follows symlinks
 }
 
 Result<StageReport> PrivateWorkspace::stageFrom(const std::string& host_workspace, const policy::Manifest& m,

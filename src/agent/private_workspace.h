@@ -32,7 +32,10 @@ struct StageReport {
 
 class PrivateWorkspace {
  public:
-  // mkdtemp under $TMPDIR (or /tmp), mode 0700.
+  // mkdtemp under $TMPDIR (or /tmp), mode 0700: TMPDIR/corral-run-XXXXXX holds a lock file
+  // and ws/, the workspace itself. The directory is flock()ed for the life of the run, so a
+  // later create() can tell a run that was killed (SIGKILL leaves its staged copies of the
+  // inputs behind) from a live one, and removes what killed runs of this uid left.
   static Result<PrivateWorkspace> create();
   PrivateWorkspace(PrivateWorkspace&&) noexcept = default;
   PrivateWorkspace& operator=(PrivateWorkspace&&) noexcept = default;
@@ -60,8 +63,11 @@ class PrivateWorkspace {
                                                    const std::vector<std::string>& outputs) const;
 
  private:
-  PrivateWorkspace(std::string path, UniqueFd dir) : path_(std::move(path)), dir_(std::move(dir)) {}
-  std::string path_;
+  PrivateWorkspace(std::string root, UniqueFd lock, std::string path, UniqueFd dir)
+      : root_(std::move(root)), lock_(std::move(lock)), path_(std::move(path)), dir_(std::move(dir)) {}
+  std::string root_;  // TMPDIR/corral-run-XXXXXX, removed with everything in it
+  UniqueFd lock_;     // root_, flock()ed while the run lives
+  std::string path_;  // root_/ws
   UniqueFd dir_;
 };
 

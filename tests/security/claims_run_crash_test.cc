@@ -4,6 +4,7 @@
 // the old output or the complete new one, the trace is a verifiable, append-only prefix, no
 // sandbox process is left, and the next run that writes anything says the last one was cut off.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
+
 #include "run_fixture.h"
 
 namespace corral::testing {
@@ -78,8 +80,13 @@ TEST(AuditRunStepsRecordedCrash, RepeatedKill9LeavesAVerifiablePrefixAndWholeOut
 
   // One whole run: it must work, and its length scales the kill delays.
   f.ws.write("out.txt", kOld);
+  // The runs' private workspaces (staged copies of the inputs) go here, to be counted.
+  TempDir tmp("crash-tmpdir");
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0777), 0);
+  RunOptions in_tmp;
+  in_tmp.env_extra = {"TMPDIR=" + tmp.path()};
   const auto t0 = std::chrono::steady_clock::now();
-  RunResult first = f.run();
+  RunResult first = f.run({"--apply"}, in_tmp);
   const auto full = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0);
   ASSERT_EQ(first.exit_code, 0) << first.describe();
   ASSERT_EQ(f.ws.read("out.txt"), want);
@@ -87,6 +94,7 @@ TEST(AuditRunStepsRecordedCrash, RepeatedKill9LeavesAVerifiablePrefixAndWholeOut
   std::mt19937 rng(std::random_device{}());
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   int killed_mid_run = 0;
+  size_t left_by_kills = 0;  // private workspaces a kill left, each removed by the next run
   int detected = 0;
   for (int i = 0; i < kKills; ++i) {
     SCOPED_TRACE("kill " + std::to_string(i));
@@ -99,11 +107,12 @@ TEST(AuditRunStepsRecordedCrash, RepeatedKill9LeavesAVerifiablePrefixAndWholeOut
     // Delays spread over the whole run (and a little past it), one per stratum, so every
     // phase is hit: startup, staging, the command, the copy-back, sealing the record.
     const auto delay = milliseconds(static_cast<int64_t>(full.count() * 1.1 * (i + jitter(rng)) / kKills));
-    Process p = Process::start({corralBin(), "run", f.ws / "manifest.json", "--apply"});
+    Process p = Process::start({corralBin(), "run", f.ws / "manifest.json", "--apply"}, in_tmp);
     std::this_thread::sleep_for(delay);
     p.signal(SIGKILL);
     RunResult r = p.wait();
     if (r.term_signal == SIGKILL) ++killed_mid_run;
+    for (const std::string& name : tmp.entries()) left_by_kills += tmp.exists(name + "/ws") ? 1 : 0;
 
     // 1. No sandbox process outlives corral.
     EXPECT_TRUE(markerGone(script)) << claim("audit.run-steps-recorded", "a sandbox process survived SIGKILL of corral");
@@ -157,8 +166,13 @@ TEST(AuditRunStepsRecordedCrash, RepeatedKill9LeavesAVerifiablePrefixAndWholeOut
   const std::string last_type =
       before_lines.empty() ? "" : json::parse(before_lines.back(), nullptr, false).value("type", "");
   f.ws.write("out.txt", kOld);
-  RunResult last = f.run();
+  RunResult last = f.run({"--apply"}, in_tmp);
   ASSERT_EQ(last.exit_code, 0) << last.describe();
+  // SIGKILL leaves a run's staged inputs behind; the next run of the same user removes them.
+  for (const std::string& name : tmp.entries())
+    EXPECT_FALSE(tmp.exists(name + "/ws")) << claim("audit.run-steps-recorded", "a killed run's staged inputs outlived the next run: " + name);
+  EXPECT_GT(left_by_kills, 0u) << "no kill left a private workspace: the check above proves nothing";
+  std::printf("%zu private workspaces left by kills, each removed by the next run\n", left_by_kills);
   EXPECT_EQ(f.ws.read("out.txt"), want);
   const std::vector<std::string> after_lines = lines(f.ws.read(".corral/trace.jsonl"));
   ASSERT_GT(after_lines.size(), before_lines.size());
