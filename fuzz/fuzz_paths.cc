@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fuzzes outputPath and sandboxMountPath against a reference implementation and containment checks.
 #include <array>
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -31,13 +33,31 @@ std::vector<std::string_view> split(std::string_view p) {
   }
 }
 
-// ASCII case-insensitive equality (strncasecmp would depend on the locale).
-bool sameAsciiCaseless(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
+// Whether a first component is .corral as vfat, NTFS or a casefolding filesystem may see
+// it (written out again from the Unicode tables, not copied from path_policy.cc): ASCII case
+// ignored, default-ignorable code points dropped, trailing dots and spaces dropped.
+bool refReservedName(std::string_view c) {
+  static const std::vector<std::pair<uint32_t, uint32_t>> kIgnorable = {
+      {0xAD, 0xAD},       {0x34F, 0x34F},     {0x61C, 0x61C},     {0x115F, 0x1160},   {0x17B4, 0x17B5},
+      {0x180B, 0x180F},   {0x200B, 0x200F},   {0x202A, 0x202E},   {0x2060, 0x206F},   {0x3164, 0x3164},
+      {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},   {0xFFA0, 0xFFA0},   {0xFFF0, 0xFFF8},   {0x1BCA0, 0x1BCA3},
+      {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF}};
+  std::string kept;
+  size_t i = 0;
+  while (i < c.size()) {
+    const auto b = static_cast<unsigned char>(c[i]);
+    const size_t n = (b & 0x80) == 0 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
+    uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
+    for (size_t k = 1; k < n && i + k < c.size(); ++k) cp = cp * 64 + (static_cast<unsigned char>(c[i + k]) & 0x3F);
+    bool drop = false;
+    for (const auto& [lo, hi] : kIgnorable) drop = drop || (n > 1 && cp >= lo && cp <= hi);
+    if (!drop) kept += std::string(c.substr(i, n));
+    i += n;
   }
+  while (!kept.empty() && (kept.back() == '.' || kept.back() == ' ')) kept.pop_back();
+  if (kept.size() != 7) return false;
+  for (size_t k = 0; k < 7; ++k)
+    if (std::tolower(static_cast<unsigned char>(kept[k])) != ".corral"[k]) return false;
   return true;
 }
 
@@ -78,7 +98,7 @@ bool refUtf8(std::string_view s) {
 bool refOutput(std::string_view rel) {
   if (rel.empty() || rel.size() > path::kMaxPath || rel.front() == '/') return false;
   if (!refNormalBody(rel) || !refUtf8(rel)) return false;
-  return !sameAsciiCaseless(split(rel).front(), ".corral");
+  return !refReservedName(split(rel).front());
 }
 
 bool refMount(std::string_view abs) {
@@ -113,7 +133,7 @@ void checkOutput(std::string_view rel) {
   PROPERTY(noControlBytes(rel), "control byte accepted: " + *r);
   for (std::string_view c : split(rel)) PROPERTY(c != ".." && c != ".", "dot component accepted: " + *r);
   PROPERTY(staysInside(rel), "output resolves outside the workspace: " + *r);
-  PROPERTY(!sameAsciiCaseless(split(rel).front(), ".corral"), "reserved .corral/ output accepted: " + *r);
+  PROPERTY(!refReservedName(split(rel).front()), "reserved .corral/ output accepted: " + *r);
 }
 
 void checkMount(std::string_view abs) {

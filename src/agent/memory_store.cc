@@ -49,6 +49,22 @@ bool dirIsEmpty(int dir) {
 constexpr size_t kMaxGitEntries = 1'000'000;
 constexpr int kMaxGitDepth = 16;
 
+// The store must also stay what was checked until git has run: only the user running corral
+// may be able to change it. Another user who can write a directory of it (a shared or CI
+// workspace) could swap .git or its config between the check and git, and git runs on the
+// host. Directories and files owned by this uid and not writable by group or others.
+Result<void> onlyOwnerCanChange(const struct stat& st, const std::string& path) {
+  if (st.st_uid != ::geteuid())
+    return Error(Errc::kRefused, "memory store " + path + " belongs to uid " + std::to_string(st.st_uid) +
+                                     ", not to the user running corral (uid " + std::to_string(::geteuid()) +
+                                     "): refusing, another user could change it while the host's git runs");
+  if ((st.st_mode & 022) != 0)
+    return Error(Errc::kRefused, "memory store " + path +
+                                     " is writable by group or others: refusing, another user could change it "
+                                     "while the host's git runs (chmod -R go-w it)");
+  return {};
+}
+
 Result<void> checkGitTree(int dir, const std::string& rel, int depth, size_t& entries) {
   if (depth > kMaxGitDepth) return Error(Errc::kRefused, "memory store " + rel + ": nested too deep: refusing");
   DirStream d = openDirStream(dir);
@@ -69,6 +85,7 @@ Result<void> checkGitTree(int dir, const std::string& rel, int depth, size_t& en
     }
     struct stat st;
     if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError("memory store " + path);
+    if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) RETURN_IF_ERROR(onlyOwnerCanChange(st, path));
     if (S_ISDIR(st.st_mode)) {
       UniqueFd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub.valid()) return sysError("memory store " + path);
@@ -95,10 +112,13 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
   }
   UniqueFd mem(::openat(record.get(), kMemDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!mem.valid()) return sysError("memory store .corral/mem");
+  if (::fstat(mem.get(), &st) != 0) return sysError("memory store .corral/mem");
+  RETURN_IF_ERROR(onlyOwnerCanChange(st, ".corral/mem"));
   if (::fstatat(mem.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISDIR(st.st_mode))
       return Error(Errc::kRefused,
                    "memory store .corral/mem/.git is not a real directory (a gitdir file or symlink pointing elsewhere): refusing");
+    RETURN_IF_ERROR(onlyOwnerCanChange(st, ".corral/mem/.git"));
     *has_git = true;
     UniqueFd git_dir(::openat(mem.get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!git_dir.valid()) return sysError("memory store .corral/mem/.git");
@@ -124,13 +144,16 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
 }
 
 // Runs the host git on the store with the gate's argv and pinned environment; output discarded.
-Result<std::string> git(const std::string& binary, const std::string& mem_path, const std::vector<std::string>& args,
-                        bool capture) {
+// git starts in the store directory corral opened and checked (fchdir on that fd), and
+// .git and the work tree are named relative to it: renaming the workspace or .corral, or
+// anything above them, does not move git elsewhere.
+Result<std::string> git(const std::string& binary, const UniqueFd& mem, const std::string& mem_path,
+                        const std::vector<std::string>& args, bool capture) {
   policy::CommandDecision d = policy::gateGit(args);
   if (!d.allowed) return Error(Errc::kRefused, "memory store: git " + args.at(0) + ": " + d.reason);
   std::vector<std::string> env = d.env;
-  env.push_back("GIT_DIR=" + mem_path + "/.git");
-  env.push_back("GIT_WORK_TREE=" + mem_path);
+  env.emplace_back("GIT_DIR=.git");
+  env.emplace_back("GIT_WORK_TREE=.");
   env.push_back("GIT_CEILING_DIRECTORIES=" + mem_path);
   env.emplace_back("HOME=/nonexistent");
   env.emplace_back("PATH=/usr/bin:/bin");
@@ -156,7 +179,7 @@ Result<std::string> git(const std::string& binary, const std::string& mem_path, 
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, wr.get(), 1);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addchdir_np(&fa, mem_path.c_str());
+  posix_spawn_file_actions_addfchdir_np(&fa, mem.get());
   pid_t pid = -1;
   int rc = ::posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
@@ -186,11 +209,21 @@ Result<void> checkMemoryStore(const std::string& workspace) {
 
 Result<MemoryOutcome> commitRunMemory(const std::string& workspace, const std::string& run_id,
                                       const nlohmann::json& record) {
+  // What corral and its git create here must pass onlyOwnerCanChange next time, whatever the
+  // caller's umask (002 is common with per-user groups).
+  struct NoGroupOrOtherWrite {
+    mode_t old = ::umask(022);
+    NoGroupOrOtherWrite() { ::umask(old | 022); }
+    ~NoGroupOrOtherWrite() { ::umask(old); }
+  } umask_scope;
   bool has_git = false;
   ASSIGN_OR_RETURN(UniqueFd mem, openStore(workspace, true, &has_git));
   if (::mkdirat(mem.get(), "runs", 0755) != 0 && errno != EEXIST) return sysError("memory store: mkdir runs");
   UniqueFd runs(::openat(mem.get(), "runs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!runs.valid()) return sysError("memory store: runs");
+  struct stat runs_st;
+  if (::fstat(runs.get(), &runs_st) != 0) return sysError("memory store: runs");
+  RETURN_IF_ERROR(onlyOwnerCanChange(runs_st, ".corral/mem/runs"));
   const std::string name = run_id + ".json";
   RETURN_IF_ERROR(audit::replaceFileAt(
       runs, name, record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", true));
@@ -199,11 +232,11 @@ Result<MemoryOutcome> commitRunMemory(const std::string& workspace, const std::s
   if (bin == "none" || ::access(bin.c_str(), X_OK) != 0)
     return MemoryOutcome{"file", "", "git unavailable (" + bin + "): runs/" + name + " written without a commit"};
   const std::string mem_path = workspace + "/.corral/mem";
-  if (!has_git) RETURN_IF_ERROR(git(bin, mem_path, {"init", "--quiet"}, false));
+  if (!has_git) RETURN_IF_ERROR(git(bin, mem, mem_path, {"init", "--quiet"}, false));
   // -f: an ignore rule in the store (.gitignore, info/exclude) must not keep the record out.
-  RETURN_IF_ERROR(git(bin, mem_path, {"add", "-f", "--", "runs/" + name}, false));
-  RETURN_IF_ERROR(git(bin, mem_path, {"commit", "--quiet", "--no-verify", "-m", "corral run " + run_id}, false));
-  ASSIGN_OR_RETURN(std::string head, git(bin, mem_path, {"rev-parse", "HEAD"}, true));
+  RETURN_IF_ERROR(git(bin, mem, mem_path, {"add", "-f", "--", "runs/" + name}, false));
+  RETURN_IF_ERROR(git(bin, mem, mem_path, {"commit", "--quiet", "--no-verify", "-m", "corral run " + run_id}, false));
+  ASSIGN_OR_RETURN(std::string head, git(bin, mem, mem_path, {"rev-parse", "HEAD"}, true));
   return MemoryOutcome{"committed", head, ""};
 }
 

@@ -178,6 +178,11 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   auto trace_or = audit::TraceWriter::open(record_dir, trace_options);
   if (!trace_or.ok()) return trace_or.error().wrap("audit trace .corral/trace.jsonl");
   audit::TraceWriter trace = std::move(*trace_or);
+  // result.json is replaced by rename(2) when the record is sealed, which cannot replace a
+  // directory: one laid out there would leave the run unsealed after outputs were applied.
+  if (struct stat rst; ::fstatat(record_dir.get(), std::string(audit::kResultFileName).c_str(), &rst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                       S_ISDIR(rst.st_mode))
+    return Error(Errc::kRefused, ".corral/result.json is a directory: refusing, the record could not be sealed (remove it)");
   // Lines already in the record, and how they were sealed: this run's result will cover
   // them, so its run_start says what it found (verify reports it).
   const uint64_t prior_lines = trace.count();

@@ -41,6 +41,8 @@ Result<TraceWriter> TraceWriter::open(const UniqueFd& record_dir, TraceOptions o
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return sysError("stat " + name);
   if (!S_ISREG(st.st_mode)) return Error(Errc::kRefused, name + " is not a regular file");
+  // A hard link laid out in the workspace would make every append land in another file too.
+  if (st.st_nlink != 1) return Error(Errc::kRefused, name + " has other hard links: refusing to write through them");
   // Verify before the first append: appending to a broken chain would bless the damage.
   auto verified = verifyTraceFd(fd.get());
   if (!verified) return Error(verified.error().code(), "refusing to append to a broken trace: " + verified.error().message());

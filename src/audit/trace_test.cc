@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 #include "audit/record_dir.h"
@@ -121,6 +123,21 @@ TEST(TraceWriter, RefusesSymlinkedTraceAndRecordDir) {
   ASSERT_FALSE(r2.ok());
   EXPECT_EQ(r2.error().code(), static_cast<int>(Errc::kRefused));
   EXPECT_NE(::access((elsewhere.path() + "/t").c_str(), F_OK), 0) << "the symlink target was created";
+}
+
+TEST(TraceWriter, RefusesATraceWithOtherHardLinks) {
+  TempDir ws;
+  ASSERT_EQ(::mkdir((ws.path() + "/.corral").c_str(), 0755), 0);
+  const std::string other = ws.path() + "/input.txt";
+  { std::FILE* f = std::fopen(other.c_str(), "w"); ASSERT_NE(f, nullptr); std::fclose(f); }
+  ASSERT_EQ(::link(other.c_str(), tracePath(ws.path()).c_str()), 0);
+  auto r = TraceWriter::openInWorkspace(ws.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), static_cast<int>(Errc::kRefused));
+  EXPECT_EQ(readFile(other), "") << "the trace was written into a hard-linked file";
+  // Control: once the extra link is gone the same file is a trace again.
+  ASSERT_EQ(::unlink(other.c_str()), 0);
+  EXPECT_TRUE(TraceWriter::openInWorkspace(ws.path()).ok());
 }
 
 TEST(TraceWriter, RefusesATornLastLine) {

@@ -109,20 +109,20 @@ int claimsMain(int argc, char** argv) {
   }
   auto args = scriptArgs(argc, argv);
   if (!args) {
-    std::fprintf(stderr, "corral: claims: %s (try corral claims --help)\n", args.error().message().c_str());
+    std::fprintf(stderr, "corral: claims: %s (try corral claims --help)\n", oneLine(args.error().message()).c_str());
     return kExitRefused;
   }
   std::string script = std::string(CORRAL_SOURCE_DIR) + "/scripts/claims.py";
   if (::access(script.c_str(), R_OK) != 0) {
     Error e = sysError(script);
-    std::fprintf(stderr, "corral claims: cannot read the ledger script: %s\n", e.message().c_str());
+    std::fprintf(stderr, "corral: claims: cannot read the ledger script: %s\n", oneLine(e.message()).c_str());
     return kExitRefused;
   }
   std::vector<std::string> full = {"python3", script};
   full.insert(full.end(), args->begin(), args->end());
   auto status = spawnAndWait(full);
   if (!status) {
-    std::fprintf(stderr, "corral claims: %s\n", status.error().message().c_str());
+    std::fprintf(stderr, "corral: claims: %s\n", oneLine(status.error().message()).c_str());
     return kExitRefused;
   }
   return *status;

@@ -93,10 +93,10 @@ int doctorMain(const std::vector<std::string>& args) {
     const nlohmann::json limits = limitMechanisms(h);
     for (auto it = limits.begin(); it != limits.end(); ++it)
       std::printf("  %-15s %s\n", it.key().c_str(), it.value().get<std::string>().c_str());
-    std::printf("\ndefault exec: %s (%s)\n", smoke_ok ? "ok" : "REFUSED", smoke_detail.c_str());
+    std::printf("\ndefault exec: %s (%s)\n", smoke_ok ? "ok" : "REFUSED", oneLine(smoke_detail).c_str());
   }
   if (!smoke_ok) {
-    std::fprintf(stderr, "corral: doctor: a default `corral exec` would be refused here: %s\n", smoke_detail.c_str());
+    std::fprintf(stderr, "corral: doctor: a default `corral exec` would be refused here: %s\n", oneLine(smoke_detail).c_str());
     return 1;
   }
   return 0;

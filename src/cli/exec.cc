@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `corral exec` glue: the host-side checks parsing cannot make, then run and report.
 #include "cli/exec.h"
+#include "cli/option_echo.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -24,7 +25,7 @@ namespace {
 
 constexpr int kExitCorral = 125;
 
-void errorLine(const std::string& message) { std::fprintf(stderr, "corral: %s\n", message.c_str()); }
+void errorLine(const std::string& message) { std::fprintf(stderr, "corral: %s\n", oneLine(message).c_str()); }
 
 Result<void> checkHostPaths(sandbox::SandboxSpec& spec) {
   if (spec.workspace) {

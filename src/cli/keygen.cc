@@ -49,11 +49,11 @@ int keygenMain(const std::vector<std::string>& args) {
   }
   auto written = audit::writeKeyPair(out);
   if (!written) {
-    std::fprintf(stderr, "corral: keygen: %s\n", written.error().message().c_str());
+    std::fprintf(stderr, "corral: keygen: %s\n", oneLine(written.error().message()).c_str());
     return kExitRefused;
   }
   std::printf("corral: keygen: wrote %s (mode 0600) and %s\npublic key spki sha256: %s\n",
-              written->private_path.c_str(), written->public_path.c_str(), written->spki_sha256.c_str());
+              oneLine(written->private_path).c_str(), oneLine(written->public_path).c_str(), written->spki_sha256.c_str());
   return kExitOk;
 }
 

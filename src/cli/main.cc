@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Subcommand dispatch.
 #include "cli/main.h"
+#include "cli/option_echo.h"
 
 #include <cstdio>
 #include <string>
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  std::fprintf(stderr, "corral: unknown command %s (try corral --help)\n", policy::printable(cmd).c_str());
+  std::fprintf(stderr, "corral: unknown command %s (try corral --help)\n", optionName(cmd).c_str());
   return 125;
 }
 

@@ -66,7 +66,7 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
       out.request.manifest_path = std::string(a);
       have_manifest = true;
     } else {
-      return Error(Errc::kInvalidArgument, "unexpected argument " + std::string(a.substr(0, 64)));
+      return Error(Errc::kInvalidArgument, "unexpected argument " + policy::printable(a));
     }
   }
   if (!out.help && !have_manifest) return Error(Errc::kInvalidArgument, "missing MANIFEST (try corral run --help)");
@@ -78,7 +78,7 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
 int runMain(const std::vector<std::string>& args) {
   auto parsed = parseArgs(args);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "corral: run: %s\n", parsed.error().message().c_str());
+    std::fprintf(stderr, "corral: run: %s\n", oneLine(parsed.error().message()).c_str());
     return agent::kRunRefused;
   }
   if (parsed->help) {
@@ -91,11 +91,11 @@ int runMain(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {
     // A bug, not an input: errors are values everywhere else. Unwinding still removes the
     // private workspace and releases the record's lock; the trace is left unsealed.
-    std::fprintf(stderr, "corral: run: internal error (%s); the record is left without a result\n", e.what());
+    std::fprintf(stderr, "corral: run: internal error (%s); the record is left without a result\n", oneLine(e.what()).c_str());
     return agent::kRunRefused;
   }
   if (!summary.ok()) {
-    std::fprintf(stderr, "corral: run: %s\n", summary.error().message().c_str());
+    std::fprintf(stderr, "corral: run: %s\n", oneLine(summary.error().message()).c_str());
     return agent::kRunRefused;
   }
   if (parsed->json) {

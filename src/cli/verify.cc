@@ -68,7 +68,7 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
     } else if (out.workspace.empty()) {
       out.workspace = a;
     } else {
-      return Error(Errc::kInvalidArgument, "one WORKSPACE only (got a second: " + std::string(a) + ")");
+      return Error(Errc::kInvalidArgument, "one WORKSPACE only (got a second: " + policy::printable(a) + ")");
     }
   }
   if (!out.help && out.workspace.empty()) return Error(Errc::kInvalidArgument, "missing WORKSPACE");
@@ -156,7 +156,7 @@ void printText(const audit::VerifyReport& r) {
 int verifyMain(const std::vector<std::string>& args) {
   auto parsed = parseArgs(args);
   if (!parsed) {
-    std::fprintf(stderr, "corral: verify: %s\n", parsed.error().message().c_str());
+    std::fprintf(stderr, "corral: verify: %s\n", oneLine(parsed.error().message()).c_str());
     return kExitUsage;
   }
   if (parsed->help) {
@@ -167,13 +167,13 @@ int verifyMain(const std::vector<std::string>& args) {
   if (!parsed->public_key_file.empty()) {
     auto pem = readPem(parsed->public_key_file);
     if (!pem) {
-      std::fprintf(stderr, "corral: verify: %s\n", pem.error().message().c_str());
+      std::fprintf(stderr, "corral: verify: %s\n", oneLine(pem.error().message()).c_str());
       return kExitUsage;
     }
     auto k = audit::PublicKey::fromPem(*pem);
     if (!k) {
-      std::fprintf(stderr, "corral: verify: --public-key %s: %s\n", parsed->public_key_file.c_str(),
-                   k.error().message().c_str());
+      std::fprintf(stderr, "corral: verify: %s\n",
+                   oneLine("--public-key " + parsed->public_key_file + ": " + k.error().message()).c_str());
       return kExitUsage;
     }
     key.emplace(std::move(*k));
@@ -183,12 +183,12 @@ int verifyMain(const std::vector<std::string>& args) {
   options.trusted_head = parsed->trusted_head;
   auto report = audit::verifyRecord(parsed->workspace, options);
   if (!report) {
-    std::fprintf(stderr, "corral: verify: %s\n", report.error().message().c_str());
+    std::fprintf(stderr, "corral: verify: %s\n", oneLine(report.error().message()).c_str());
     return kExitUsage;
   }
   if (parsed->json) printJson(*report);
   if (!report->ok) {
-    std::fprintf(stderr, "corral: verify: %s\n", report->failure.c_str());
+    std::fprintf(stderr, "corral: verify: %s\n", oneLine(report->failure).c_str());
     return kExitFailed;
   }
   if (!parsed->json) printText(*report);

@@ -151,11 +151,8 @@ Result<std::string> inputPattern(std::string_view p) {
   // "**" never enters a dot directory, so only the first other component can reach .corral/.
   for (std::string_view c : comps) {
     if (c == "**") continue;
-    // In any case: on a case-insensitive filesystem ".CORRAL" or ".C?rral" reach it too.
-    std::string folded(c);
-    for (char& ch : folded)
-      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-    if (componentMatch(folded, kReserved)) return invalid("can match .corral/, which corral reserves");
+    // As a casefolding filesystem sees it: ".CORRAL", ".C?rral." reach it too.
+    if (componentMatch(path::reservedFold(c), kReserved)) return invalid("can match .corral/, which corral reserves");
     break;
   }
   return std::string(p);

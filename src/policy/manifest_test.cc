@@ -393,6 +393,8 @@ TEST(ParseManifest, InputPatternsStayInTheWorkspace) {
       {".CORRAL/x", "is under .corral/"},
       {".C*/trace.jsonl", "can match .corral/"},
       {".cOrRa?/x", "can match .corral/"},
+      {".c*./x", "can match .corral/"},
+      {".corral\xe2\x80\x8b/x", "is under .corral/"},
       {"**/.corral/x", "can match .corral/"},
       {"**/.*", "can match .corral/"},
       {"a**", "'**' inside a component"},

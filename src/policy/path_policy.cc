@@ -3,6 +3,7 @@
 #include "policy/path_policy.h"
 
 #include <array>
+#include <cstdint>
 
 #include "policy/manifest_fields.h"
 
@@ -58,17 +59,44 @@ bool within(std::string_view p, std::string_view root) {
 
 }  // namespace
 
-bool isReservedName(std::string_view component) {
-  for (std::string_view root : kReservedOutputRoots) {
-    if (component.size() != root.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < root.size() && same; ++i) {
-      char c = component[i];
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      same = c == root[i];
+namespace {
+
+// Unicode default-ignorable code points (DerivedCoreProperties): a casefolding filesystem
+// may drop them from a name (ext4 did before 6.13), so ".c<U+200D>orral" could be .corral.
+bool defaultIgnorable(uint32_t c) {
+  return c == 0xAD || c == 0x34F || c == 0x61C || (c >= 0x115F && c <= 0x1160) || (c >= 0x17B4 && c <= 0x17B5) ||
+         (c >= 0x180B && c <= 0x180F) || (c >= 0x200B && c <= 0x200F) || (c >= 0x202A && c <= 0x202E) ||
+         (c >= 0x2060 && c <= 0x206F) || c == 0x3164 || (c >= 0xFE00 && c <= 0xFE0F) || c == 0xFEFF || c == 0xFFA0 ||
+         (c >= 0xFFF0 && c <= 0xFFF8) || (c >= 0x1BCA0 && c <= 0x1BCA3) || (c >= 0x1D173 && c <= 0x1D17A) ||
+         (c >= 0xE0000 && c <= 0xE0FFF);
+}
+
+}  // namespace
+
+std::string reservedFold(std::string_view component) {
+  std::string out;
+  for (size_t i = 0; i < component.size();) {
+    auto lead = static_cast<unsigned char>(component[i]);
+    size_t len = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (i + len > component.size()) len = component.size() - i;
+    uint32_t cp = len == 1 ? lead : lead & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(component[i + k]) & 0x3F);
+    if (len == 1 && lead >= 'A' && lead <= 'Z') {
+      out += static_cast<char>(lead - 'A' + 'a');
+    } else if (len == 1 || !defaultIgnorable(cp)) {
+      out.append(component.substr(i, len));
     }
-    if (same) return true;
+    i += len;
   }
+  // vfat and NTFS ignore trailing dots and spaces in a name.
+  while (!out.empty() && (out.back() == '.' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+bool isReservedName(std::string_view component) {
+  const std::string folded = reservedFold(component);
+  for (std::string_view root : kReservedOutputRoots)
+    if (folded == root) return true;
   return false;
 }
 

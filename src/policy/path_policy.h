@@ -19,9 +19,13 @@ inline constexpr size_t kMaxPath = 4096;
 // path unchanged. Errors (kInvalidArgument) say why and leave naming the path to the caller.
 Result<std::string> outputPath(std::string_view rel);
 
-// Whether one path component names the reserved audit directory (.corral) in any ASCII
-// case: on a case-insensitive or casefolded filesystem (vfat, ntfs3, ext4/tmpfs casefold)
-// ".CORRAL" is the same directory.
+// A path component as a case-insensitive or casefolding filesystem (vfat, ntfs3,
+// ext4/tmpfs casefold) might see it: ASCII letters lowercased, Unicode default-ignorable
+// code points dropped, trailing dots and spaces removed.
+std::string reservedFold(std::string_view component);
+
+// Whether one path component names the reserved audit directory (.corral) on such a
+// filesystem too: ".CORRAL", ".corral.", ".c<U+200D>orral" are the same directory there.
 bool isReservedName(std::string_view component);
 
 // The sandbox side of a read-only bind: absolute, in normal form as above, and neither "/"

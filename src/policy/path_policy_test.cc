@@ -17,7 +17,7 @@ struct Case {
 TEST(OutputPath, AcceptsNormalRelativePathsUnchanged) {
   const std::string good[] = {"a",       "out.txt",  "dir/file",      "a/b/c/d.e",      ".hidden",
                               "..a",     "a..",      "a/.b",          "a/...",          "caf\xc3\xa9",
-                              ".corrals", "x/.corral", std::string(255, 'n'),
+                              ".corrals", "x/.corral", ".corral.x", "a./b", ".c\xc3\xb6rral", std::string(255, 'n'),
                               std::string(255, 'a') + "/" + std::string(255, 'b')};
   for (const std::string& p : good) {
     auto r = outputPath(p);
@@ -52,6 +52,10 @@ TEST(OutputPath, RefusesHostilePathsWithOneLineReason) {
       // The same directory on a case-insensitive or casefolded filesystem.
       {".CORRAL/mailbox/inbox/x", "is under .corral/, which corral reserves"},
       {".Corral", "is under .corral/, which corral reserves"},
+      {".corral./x", "is under .corral/, which corral reserves"},   // vfat drops trailing dots
+      {".CORRAL . /x", "is under .corral/, which corral reserves"},  // and spaces
+      {".c\xe2\x80\x8dorral/x", "is under .corral/, which corral reserves"},  // U+200D, ignorable
+      {"\xef\xbb\xbf.corral", "is under .corral/, which corral reserves"},   // U+FEFF
       {"\xff\xfe", "is not valid UTF-8"},
       {"a/\xc3", "is not valid UTF-8"},
   };

@@ -87,17 +87,25 @@ TEST(ExecBadInputCommand, EverySubcommandEchoesAHostileOptionOnOneShortLine) {
   std::vector<std::vector<std::string>> cases = {
       {"exec", hostile, "--", "/bin/true"}, {"run", hostile}, {"verify", hostile}, {"keygen", hostile},
       {"doctor", hostile}, {"claims", hostile}, {hostile}};
+  // Positional arguments and paths echoed in other errors.
+  const std::string path = "/nonexistent/a\nb\x1b[2J";
+  for (std::vector<std::string> more : std::vector<std::vector<std::string>>{
+           {"run", path}, {"run", "m.json", path}, {"verify", path}, {"verify", "/tmp", path},
+           {"verify", "/tmp", "--public-key", path}, {"exec", "--", path}, {"exec", "--workspace", path, "--", "/bin/true"}})
+    cases.push_back(more);
   // A mistyped option with a secret value: the echo names the option, never the value.
   for (const char* sub : {"exec", "run", "verify", "keygen", "doctor", "claims"})
     cases.push_back({sub, "--api-key=corral-sentinel-value", "--", "/bin/true"});
-  for (const auto& args : cases) {
+  cases.push_back({"--api-key=corral-sentinel-value"});
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const std::vector<std::string>& args = cases[n];
     TempDir cwd("badopt-cwd");
     RunOptions o;
     o.cwd = cwd.path();
     std::vector<std::string> argv{corralBin()};
     argv.insert(argv.end(), args.begin(), args.end());
     RunResult r = run(argv, o);
-    const std::string what = args.size() > 1 ? args[0] : "(no subcommand)";
+    const std::string what = "case " + std::to_string(n) + " (" + (args.size() > 1 ? args[0] : "no subcommand") + ")";
     EXPECT_NE(r.exit_code, 0) << what;
     ASSERT_FALSE(r.err.empty()) << what;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << what << ": " << r.err.substr(0, 300);

@@ -165,6 +165,37 @@ TEST(RunnerToolCallsGated, ARecordDirectoryLaidOutInAdvanceNeverRedirectsTheRuns
       << claim("runner.tool-calls-gated", "a planted blob stood as what the model sent");
 }
 
+// A directory laid out where the record is sealed (result.json, a blob's name) cannot be
+// replaced by rename(2): the run must refuse before it applies anything, not stop unsealed
+// after the outputs reached the host.
+TEST(RunnerToolCallsGated, ARecordThatCouldNotBeSealedIsRefusedBeforeAnythingIsApplied) {
+  TempDir scratch("hashes");
+  for (int variant = 0; variant < 2; ++variant) {
+    SCOPED_TRACE(variant == 0 ? "result.json" : "blob");
+    RunFixture f;
+    f.ws.write("out.txt", "original\n");
+    f.reply({call("write", {{"path", "out.txt"}, {"content", "changed"}})});
+    f.reply({call("finish", {{"summary", "done"}})});
+    ASSERT_EQ(::mkdir((f.ws / ".corral").c_str(), 0755), 0);
+    std::vector<std::string> flags = {"--apply"};
+    if (variant == 0) {
+      ASSERT_EQ(::mkdir((f.ws / ".corral/result.json").c_str(), 0755), 0);
+      f.ws.write(".corral/result.json/keep", "x");
+    } else {
+      ASSERT_EQ(::mkdir((f.ws / ".corral/blobs").c_str(), 0755), 0);
+      const std::string blob = ".corral/blobs/" + sha256Of(scratch, "changed");
+      ASSERT_EQ(::mkdir((f.ws / blob).c_str(), 0755), 0);
+      f.ws.write(blob + "/keep", "x");
+      flags.insert(flags.end(), {"--trace-content", "full"});
+    }
+    RunResult r = f.run(flags);
+    EXPECT_EQ(r.exit_code, 125) << r.describe();
+    EXPECT_EQ(f.ws.read("out.txt"), "original\n")
+        << claim("runner.tool-calls-gated", "outputs were applied by a run that could not seal its record");
+    EXPECT_TRUE(f.entries("model_call").empty()) << "the run went ahead";
+  }
+}
+
 TEST(RunnerToolCallsGated, Control_ApplyWritesAndRunsInASandbox) {
   RunFixture f;
   f.ws.write("whoami.py",
@@ -705,6 +736,43 @@ TEST(RunnerMemoryStoreContained, ACraftedStoreNeverSteersTheHostsGit) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(ok.entries("memory_store").back()["status"], "committed");
   EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// The host's git runs on the store, so what was checked must stay so until git has run:
+// a store another user could change in between (a directory writable by group or others, or
+// owned by someone else) is refused before anything runs. corral's own stores pass, also
+// when the caller's umask would have made them group-writable.
+TEST(RunnerMemoryStoreContained, AStoreAnotherUserCouldChangeIsRefused) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.reply({call("finish", {{"summary", "one"}})});
+  const mode_t old_umask = ::umask(002);
+  RunResult first = f.run();
+  RunResult second = f.run();
+  ::umask(old_umask);
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  ASSERT_EQ(second.exit_code, 0) << "corral's own store (umask 002) was refused: " << second.describe();
+  EXPECT_EQ(f.entries("memory_store").back()["status"], "committed");
+
+  for (const char* rel : {".corral/mem", ".corral/mem/.git", ".corral/mem/.git/objects", ".corral/mem/.git/config"}) {
+    SCOPED_TRACE(rel);
+    struct stat st;
+    ASSERT_EQ(::stat((f.ws / rel).c_str(), &st), 0);
+    ASSERT_EQ(::chmod((f.ws / rel).c_str(), (st.st_mode & 07777) | 020), 0);
+    const size_t before = f.entries("model_call").size();
+    RunResult r = f.run();
+    EXPECT_EQ(r.exit_code, 125) << claim("runner.memory-store-contained", "a group-writable store was used") << r.describe();
+    EXPECT_NE(runJson(r).value("reason", "").find("writable by group or others"), std::string::npos) << r.describe();
+    EXPECT_EQ(f.entries("model_call").size(), before) << "the model was called";
+    ASSERT_EQ(::chmod((f.ws / rel).c_str(), st.st_mode & 07777), 0);
+  }
+  ASSERT_EQ(f.run().exit_code, 0) << "control: the restored store works again";
+  if (isRoot()) {  // a store owned by another user, as when root runs on a user's workspace
+    ASSERT_EQ(::chown((f.ws / ".corral/mem/.git/refs").c_str(), kNobody, kNobody), 0);
+    RunResult r = f.run();
+    EXPECT_EQ(r.exit_code, 125) << claim("runner.memory-store-contained", "a store owned by another user was used");
+    EXPECT_NE(runJson(r).value("reason", "").find("belongs to uid 65534"), std::string::npos) << r.describe();
+  }
 }
 
 TEST(RunnerMemoryStore, WithoutGitTheRunContinuesOnFileBackedMemory) {
