@@ -163,7 +163,7 @@ void sweepAbandoned(const std::string& tmpdir) {
   }
   for (const std::string& name : gone) {
     std::error_code ec;
-    std::filesystem::remove_all(tmpdir + "/" + name, ec);  // never follows symlinks
+    std::filesystem::remove_all(std::filesystem::path(tmpdir) / name, ec);  // never follows symlinks
   }
 }
 
