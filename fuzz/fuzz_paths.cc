@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,7 +36,8 @@ std::vector<std::string_view> split(std::string_view p) {
 
 // Whether a first component is .corral as vfat, NTFS or a casefolding filesystem may see
 // it (written out again from the Unicode tables, not copied from path_policy.cc): ASCII case
-// ignored, default-ignorable code points dropped, trailing dots and spaces dropped.
+// ignored, default-ignorable code points dropped, trailing dots and spaces dropped; or the
+// 8.3 alias vfat gives it (CORRAL~1).
 bool refReservedName(std::string_view c) {
   static const std::vector<std::pair<uint32_t, uint32_t>> kIgnorable = {
       {0xAD, 0xAD},       {0x34F, 0x34F},     {0x61C, 0x61C},     {0x115F, 0x1160},   {0x17B4, 0x17B5},
@@ -55,10 +57,10 @@ bool refReservedName(std::string_view c) {
     i += n;
   }
   while (!kept.empty() && (kept.back() == '.' || kept.back() == ' ')) kept.pop_back();
-  if (kept.size() != 7) return false;
-  for (size_t k = 0; k < 7; ++k)
-    if (std::tolower(static_cast<unsigned char>(kept[k])) != ".corral"[k]) return false;
-  return true;
+  for (char& ch : kept) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // The name itself, or its vfat 8.3 alias.
+  static const std::regex kReservedRe(R"(\.corral|\.?corral~[0-9]+)");
+  return std::regex_match(kept, kReservedRe);
 }
 
 // A relative body in normal form: every component non-empty, not "." or "..", within

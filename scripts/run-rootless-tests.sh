@@ -10,7 +10,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 build=$(cd "$build" && pwd)
 tmp=$(mktemp -d /tmp/corral-rootless.XXXXXX)
-chmod 0777 "$tmp"
+chmod 1777 "$tmp"  # sticky, like /tmp: corral passes over a TMPDIR others could rename in
 # ctest writes its logs under BUILD/Testing: lend that one directory to nobody for the pass.
 mkdir -p "$build/Testing/Temporary"
 chown -R 65534:65534 "$build/Testing"

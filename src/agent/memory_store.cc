@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +54,13 @@ constexpr int kMaxGitDepth = 16;
 // may be able to change it. Another user who can write a directory of it (a shared or CI
 // workspace) could swap .git or its config between the check and git, and git runs on the
 // host. Directories and files owned by this uid and not writable by group or others.
+// A default POSIX ACL on a directory is inherited by what git creates in it, and under one
+// the umask does not apply: another user named in it could write the new .git. (An access
+// ACL that grants write shows in the mode's group bits, which the check below sees.)
+bool hasDefaultAcl(int dir) {
+  return ::fgetxattr(dir, "system.posix_acl_default", nullptr, 0) >= 0 || (errno != ENODATA && errno != ENOTSUP);
+}
+
 Result<void> onlyOwnerCanChange(const struct stat& st, const std::string& path) {
   if (st.st_uid != ::geteuid())
     return Error(Errc::kRefused, "memory store " + path + " belongs to uid " + std::to_string(st.st_uid) +
@@ -63,6 +71,12 @@ Result<void> onlyOwnerCanChange(const struct stat& st, const std::string& path) 
                                      " is writable by group or others: refusing, another user could change it "
                                      "while the host's git runs (chmod -R go-w it)");
   return {};
+}
+
+Error defaultAclRefused(const std::string& path) {
+  return Error(Errc::kRefused, "memory store " + path +
+                                   " has a default ACL: refusing, what git creates there could be writable by "
+                                   "another user (setfacl -k it)");
 }
 
 Result<void> checkGitTree(int dir, const std::string& rel, int depth, size_t& entries) {
@@ -89,6 +103,7 @@ Result<void> checkGitTree(int dir, const std::string& rel, int depth, size_t& en
     if (S_ISDIR(st.st_mode)) {
       UniqueFd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub.valid()) return sysError("memory store " + path);
+      if (hasDefaultAcl(sub.get())) return defaultAclRefused(path);
       RETURN_IF_ERROR(checkGitTree(sub.get(), path, depth + 1, entries));
     } else if (!S_ISREG(st.st_mode)) {
       return Error(Errc::kRefused, "memory store " + path + " is not a regular file or directory (a symlink?): refusing");
@@ -107,6 +122,14 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
   if (::fstatat(record.get(), kMemDir, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT || !create) return sysError("memory store .corral/mem");
     if (::mkdirat(record.get(), kMemDir, 0755) != 0) return sysError("memory store .corral/mem: mkdir");
+    // A default ACL on .corral was inherited by the new directory: drop it (and the access ACL
+    // it brought), so that git's directories get plain modes under umask 022.
+    UniqueFd fresh(::openat(record.get(), kMemDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fresh.valid()) return sysError("memory store .corral/mem");
+    for (const char* acl : {"system.posix_acl_default", "system.posix_acl_access"})
+      if (::fremovexattr(fresh.get(), acl) != 0 && errno != ENODATA && errno != ENOTSUP)
+        return sysError("memory store .corral/mem: remove an inherited ACL");
+    if (::fchmod(fresh.get(), 0755) != 0) return sysError("memory store .corral/mem: chmod");
   } else if (!S_ISDIR(st.st_mode)) {
     return Error(Errc::kRefused, "memory store .corral/mem is not a real directory (symlink or file): refusing");
   }
@@ -114,6 +137,7 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
   if (!mem.valid()) return sysError("memory store .corral/mem");
   if (::fstat(mem.get(), &st) != 0) return sysError("memory store .corral/mem");
   RETURN_IF_ERROR(onlyOwnerCanChange(st, ".corral/mem"));
+  if (hasDefaultAcl(mem.get())) return defaultAclRefused(".corral/mem");
   if (::fstatat(mem.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISDIR(st.st_mode))
       return Error(Errc::kRefused,
@@ -122,6 +146,7 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
     *has_git = true;
     UniqueFd git_dir(::openat(mem.get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!git_dir.valid()) return sysError("memory store .corral/mem/.git");
+    if (hasDefaultAcl(git_dir.get())) return defaultAclRefused(".corral/mem/.git");
     size_t entries = 0;
     RETURN_IF_ERROR(checkGitTree(git_dir.get(), ".corral/mem/.git", 0, entries));
     UniqueFd config(::openat(git_dir.get(), "config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -232,7 +257,16 @@ Result<MemoryOutcome> commitRunMemory(const std::string& workspace, const std::s
   if (bin == "none" || ::access(bin.c_str(), X_OK) != 0)
     return MemoryOutcome{"file", "", "git unavailable (" + bin + "): runs/" + name + " written without a commit"};
   const std::string mem_path = workspace + "/.corral/mem";
-  if (!has_git) RETURN_IF_ERROR(git(bin, mem, mem_path, {"init", "--quiet"}, false));
+  if (!has_git) {
+    RETURN_IF_ERROR(git(bin, mem, mem_path, {"init", "--quiet"}, false));
+    // What init made is checked like a store that was already there, before git reads it.
+    bool now_has_git = false;
+    ASSIGN_OR_RETURN(UniqueFd rechecked, openStore(workspace, false, &now_has_git));
+    struct stat a, b;
+    if (!now_has_git || ::fstat(mem.get(), &a) != 0 || ::fstat(rechecked.get(), &b) != 0 || a.st_ino != b.st_ino ||
+        a.st_dev != b.st_dev)
+      return Error(Errc::kRefused, "memory store .corral/mem changed while git init ran: refusing");
+  }
   // -f: an ignore rule in the store (.gitignore, info/exclude) must not keep the record out.
   RETURN_IF_ERROR(git(bin, mem, mem_path, {"add", "-f", "--", "runs/" + name}, false));
   RETURN_IF_ERROR(git(bin, mem, mem_path, {"commit", "--quiet", "--no-verify", "-m", "corral run " + run_id}, false));

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <random>
 
@@ -20,6 +19,7 @@
 #include "base/dir_stream.h"
 #include "base/open_beneath.h"
 #include "base/read_fd.h"
+#include "base/remove_tree.h"
 #include "policy/path_policy.h"
 #include "sandbox/workspace.h"
 
@@ -145,43 +145,67 @@ constexpr std::string_view kRootPrefix = "corral-run-";
 constexpr char kLockMarker[] = ".corral-private-workspace";
 
 // Removes TMPDIR/corral-run-* roots of this uid whose run is gone: the lock marker is there
-// but nobody holds the lock. Best effort; anything unexpected is left alone.
-void sweepAbandoned(const std::string& tmpdir) {
-  UniqueFd dir(::open(tmpdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return;
-  DirStream stream = openDirStream(dir.get());
+// but nobody holds the lock. Each root is removed through its fd while the lock is held, so
+// a name swapped meanwhile loses nothing. Best effort; anything unexpected is left alone.
+void sweepAbandoned(int tmpdir) {
+  DirStream stream = openDirStream(tmpdir);
   if (!stream) return;
-  std::vector<std::string> gone;
+  std::vector<std::string> names;
   while (dirent* e = ::readdir(stream.get())) {
     const std::string_view name = e->d_name;
-    if (name.size() != kRootPrefix.size() + 6 || name.substr(0, kRootPrefix.size()) != kRootPrefix) continue;
-    UniqueFd root(::openat(dir.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (name.size() == kRootPrefix.size() + 6 && name.substr(0, kRootPrefix.size()) == kRootPrefix) names.emplace_back(name);
+  }
+  for (const std::string& name : names) {
+    UniqueFd root(::openat(tmpdir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st;
     if (!root.valid() || ::fstat(root.get(), &st) != 0 || st.st_uid != ::geteuid()) continue;
     if (::flock(root.get(), LOCK_EX | LOCK_NB) != 0) continue;  // a live run, or a sweeper
-    if (::faccessat(root.get(), kLockMarker, F_OK, AT_SYMLINK_NOFOLLOW) == 0) gone.emplace_back(name);
+    struct stat marker;
+    if (::fstatat(root.get(), kLockMarker, &marker, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(marker.st_mode)) continue;
+    (void)removeTreeAt(tmpdir, name.c_str(), root.get());
   }
-  for (const std::string& name : gone) {
-    std::error_code ec;
-    std::filesystem::remove_all(std::filesystem::path(tmpdir) / name, ec);  // never follows symlinks
-  }
+}
+
+// TMPDIR must not let another user rename what corral makes in it (the sandbox is given the
+// workspace by path): owned by root or this user, and not writable by others unless sticky.
+Result<UniqueFd> openTmpdir(const std::string& tmpdir) {
+  UniqueFd dir(::open(tmpdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return sysError("private workspace: TMPDIR " + tmpdir);
+  struct stat st;
+  if (::fstat(dir.get(), &st) != 0) return sysError("private workspace: TMPDIR " + tmpdir);
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return Error(Errc::kRefused, "private workspace: TMPDIR " + tmpdir + " belongs to uid " + std::to_string(st.st_uid) +
+                                     ", who could rename the run's files: refusing");
+  if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0)
+    return Error(Errc::kRefused, "private workspace: TMPDIR " + tmpdir +
+                                     " is writable by others without the sticky bit, so they could rename the run's "
+                                     "files: refusing");
+  return dir;
 }
 
 }  // namespace
 
 Result<PrivateWorkspace> PrivateWorkspace::create() {
   const char* env = std::getenv("TMPDIR");
-  const std::string tmpdir = env != nullptr && env[0] == '/' ? env : "/tmp";
-  sweepAbandoned(tmpdir);
-  std::string root = tmpdir + "/" + std::string(kRootPrefix) + "XXXXXX";
+  std::string tmpdir_path = env != nullptr && env[0] == '/' ? env : "/tmp";
+  auto opened = openTmpdir(tmpdir_path);
+  if (!opened.ok() && opened.error().code() == static_cast<int>(Errc::kRefused) && tmpdir_path != "/tmp") {
+    tmpdir_path = "/tmp";  // an unsafe TMPDIR is passed over for /tmp, if that one is safe
+    opened = openTmpdir(tmpdir_path);
+  }
+  if (!opened.ok()) return opened.error();
+  UniqueFd tmpdir = std::move(*opened);
+  sweepAbandoned(tmpdir.get());
+  std::string name = std::string(kRootPrefix) + "XXXXXX";
+  std::string root = tmpdir_path + "/" + name;
   if (::mkdtemp(root.data()) == nullptr) return sysError("private workspace: mkdtemp " + root);
+  name = root.substr(tmpdir_path.size() + 1);
+  UniqueFd lock(::openat(tmpdir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!lock.valid()) return sysError("private workspace: open " + root);
   auto fail = [&](Error e) -> Error {
-    std::error_code ec;
-    std::filesystem::remove_all(root, ec);
+    (void)removeTreeAt(tmpdir.get(), name.c_str(), lock.get());
     return e;
   };
-  UniqueFd lock(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!lock.valid()) return fail(sysError("private workspace: open " + root));
   // Blocking: a sweeper holds the lock only while it looks, and leaves a root without the
   // marker alone.
   while (::flock(lock.get(), LOCK_EX) != 0)
@@ -191,14 +215,13 @@ Result<PrivateWorkspace> PrivateWorkspace::create() {
   if (::mkdirat(lock.get(), "ws", 0700) != 0) return fail(sysError("private workspace: mkdir ws"));
   UniqueFd ws(::openat(lock.get(), "ws", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!ws.valid()) return fail(sysError("private workspace: open ws"));
-  std::string path = root + "/ws";
-  return PrivateWorkspace(std::move(root), std::move(lock), std::move(path), std::move(ws));
+  std::string ws_path = root + "/ws";
+  return PrivateWorkspace(std::move(tmpdir), std::move(name), std::move(lock), std::move(ws_path), std::move(ws));
 }
 
 PrivateWorkspace::~PrivateWorkspace() {
-  if (root_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(root_, ec);  // never follows symlinks
+  if (!lock_.valid() || !tmpdir_.valid()) return;  // moved from
+  (void)removeTreeAt(tmpdir_.get(), name_.c_str(), lock_.get());
 }
 
 Result<StageReport> PrivateWorkspace::stageFrom(const std::string& host_workspace, const policy::Manifest& m,

@@ -35,7 +35,9 @@ class PrivateWorkspace {
   // mkdtemp under $TMPDIR (or /tmp), mode 0700: TMPDIR/corral-run-XXXXXX holds a lock file
   // and ws/, the workspace itself. The directory is flock()ed for the life of the run, so a
   // later create() can tell a run that was killed (SIGKILL leaves its staged copies of the
-  // inputs behind) from a live one, and removes what killed runs of this uid left.
+  // inputs behind) from a live one, and removes what killed runs of this uid left. TMPDIR
+  // must be owned by root or this user, and sticky if others can write it; one that is not
+  // is passed over for /tmp.
   static Result<PrivateWorkspace> create();
   PrivateWorkspace(PrivateWorkspace&&) noexcept = default;
   PrivateWorkspace& operator=(PrivateWorkspace&&) noexcept = default;
@@ -63,11 +65,12 @@ class PrivateWorkspace {
                                                    const std::vector<std::string>& outputs) const;
 
  private:
-  PrivateWorkspace(std::string root, UniqueFd lock, std::string path, UniqueFd dir)
-      : root_(std::move(root)), lock_(std::move(lock)), path_(std::move(path)), dir_(std::move(dir)) {}
-  std::string root_;  // TMPDIR/corral-run-XXXXXX, removed with everything in it
-  UniqueFd lock_;     // root_, flock()ed while the run lives
-  std::string path_;  // root_/ws
+  PrivateWorkspace(UniqueFd tmpdir, std::string name, UniqueFd lock, std::string path, UniqueFd dir)
+      : tmpdir_(std::move(tmpdir)), name_(std::move(name)), lock_(std::move(lock)), path_(std::move(path)), dir_(std::move(dir)) {}
+  UniqueFd tmpdir_;   // TMPDIR
+  std::string name_;  // corral-run-XXXXXX in it, removed with everything in it (through lock_)
+  UniqueFd lock_;     // that directory, flock()ed while the run lives
+  std::string path_;  // TMPDIR/name_/ws
   UniqueFd dir_;
 };
 

@@ -22,6 +22,7 @@
 #include "audit/trace.h"
 #include "base/open_beneath.h"
 #include "base/read_fd.h"
+#include "policy/units.h"
 #include "sandbox/host_facilities.h"
 
 namespace corral::agent {
@@ -391,18 +392,19 @@ std::string humanSummary(const RunSummary& s) {
   const json& b = s.body;
   std::string out = "corral run " + s.run_id + ": " + b.value("status", "") +
                     (b.value("apply", false) ? "" : " (dry run: nothing applied)") + "\n";
-  if (!b.value("reason", std::string()).empty()) out += "  reason: " + b["reason"].get<std::string>() + "\n";
+  if (!b.value("reason", std::string()).empty()) out += "  reason: " + policy::oneLine(b["reason"].get<std::string>()) + "\n";
   out += "  model calls: " + std::to_string(b.value("model_calls", 0)) + ", tool calls: " +
          std::to_string(b.value("tool_calls", 0)) + ", commands run: " + std::to_string(b.value("commands", 0)) +
          ", refused: " + std::to_string(b.value("refusals", 0)) + ", tasks: " + std::to_string(b["tasks"].size()) + "\n";
   for (const json& o : b["outputs"]) {
     std::string st = o.value("applied", std::string(b.value("apply", false) ? "" : "not applied"));
     if (o.value("changed", false)) st += ", changed";
-    out += "  output " + o["path"].get<std::string>() + ": " + (st.empty() ? "unchanged" : st) + "\n";
+    out += "  output " + policy::oneLine(o["path"].get<std::string>()) + ": " + (st.empty() ? "unchanged" : st) + "\n";
   }
   if (b.contains("memory") && b["memory"].contains("status"))
     out += "  memory: " + b["memory"]["status"].get<std::string>() + "\n";
-  out += "  record: " + s.workspace + "/.corral (check with: corral verify " + s.workspace + ")\n";
+  const std::string ws = policy::oneLine(s.workspace);
+  out += "  record: " + ws + "/.corral (check with: corral verify " + ws + ")\n";
   return out;
 }
 

@@ -152,7 +152,8 @@ Result<std::string> inputPattern(std::string_view p) {
   for (std::string_view c : comps) {
     if (c == "**") continue;
     // As a casefolding filesystem sees it: ".CORRAL", ".C?rral." reach it too.
-    if (componentMatch(path::reservedFold(c), kReserved)) return invalid("can match .corral/, which corral reserves");
+    const std::string folded = path::reservedFold(c);
+    if (componentMatch(folded, kReserved) || componentMatch(folded, "corral~1") || componentMatch(folded, ".corral~1")) return invalid("can match .corral/, which corral reserves");
     break;
   }
   return std::string(p);

@@ -394,6 +394,7 @@ TEST(ParseManifest, InputPatternsStayInTheWorkspace) {
       {".C*/trace.jsonl", "can match .corral/"},
       {".cOrRa?/x", "can match .corral/"},
       {".c*./x", "can match .corral/"},
+      {"CORRAL~*/x", "can match .corral/"},
       {".corral\xe2\x80\x8b/x", "is under .corral/"},
       {"**/.corral/x", "can match .corral/"},
       {"**/.*", "can match .corral/"},

@@ -95,8 +95,17 @@ std::string reservedFold(std::string_view component) {
 
 bool isReservedName(std::string_view component) {
   const std::string folded = reservedFold(component);
-  for (std::string_view root : kReservedOutputRoots)
+  for (std::string_view root : kReservedOutputRoots) {
     if (folded == root) return true;
+    // vfat (and ntfs3 with short names) also find a long name by its 8.3 alias: ".corral"
+    // is "CORRAL~1" there, or ~2, ~3... when that was taken.
+    std::string_view alias = folded;
+    if (!alias.empty() && alias.front() == '.') alias.remove_prefix(1);
+    const std::string_view base = root.substr(1);
+    if (alias.size() > base.size() + 1 && alias.substr(0, base.size()) == base && alias[base.size()] == '~' &&
+        alias.find_first_not_of("0123456789", base.size() + 1) == std::string_view::npos)
+      return true;
+  }
   return false;
 }
 

@@ -17,7 +17,7 @@ struct Case {
 TEST(OutputPath, AcceptsNormalRelativePathsUnchanged) {
   const std::string good[] = {"a",       "out.txt",  "dir/file",      "a/b/c/d.e",      ".hidden",
                               "..a",     "a..",      "a/.b",          "a/...",          "caf\xc3\xa9",
-                              ".corrals", "x/.corral", ".corral.x", "a./b", ".c\xc3\xb6rral", std::string(255, 'n'),
+                              ".corrals", "x/.corral", ".corral.x", "a./b", ".c\xc3\xb6rral", "corral~", "corral~1a", "corral", std::string(255, 'n'),
                               std::string(255, 'a') + "/" + std::string(255, 'b')};
   for (const std::string& p : good) {
     auto r = outputPath(p);
@@ -56,6 +56,8 @@ TEST(OutputPath, RefusesHostilePathsWithOneLineReason) {
       {".CORRAL . /x", "is under .corral/, which corral reserves"},  // and spaces
       {".c\xe2\x80\x8dorral/x", "is under .corral/, which corral reserves"},  // U+200D, ignorable
       {"\xef\xbb\xbf.corral", "is under .corral/, which corral reserves"},   // U+FEFF
+      {"CORRAL~1/x", "is under .corral/, which corral reserves"},  // vfat's 8.3 alias
+      {".corral~12", "is under .corral/, which corral reserves"},
       {"\xff\xfe", "is not valid UTF-8"},
       {"a/\xc3", "is not valid UTF-8"},
   };

@@ -3,6 +3,7 @@
 #include "policy/units.h"
 
 #include <cctype>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -124,6 +125,55 @@ std::string printable(std::string_view text) {
     } else {
       out += c;
     }
+  }
+  if (cut) out += "...";
+  return out;
+}
+
+std::string oneLine(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  constexpr size_t kMax = 2000;
+  const bool cut = text.size() > kMax;
+  if (cut) text = text.substr(0, kMax);
+  std::string out;
+  auto hexByte = [&](unsigned char u) {
+    out += "\\x";
+    out += kHex[u >> 4];
+    out += kHex[u & 0xf];
+  };
+  for (size_t i = 0; i < text.size();) {
+    const auto u = static_cast<unsigned char>(text[i]);
+    if (u < 0x80) {
+      if (u < 0x20 || u == 0x7f) hexByte(u);
+      else out += static_cast<char>(u);
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence (shortest form, no surrogates), or the lead byte escaped.
+    const size_t len = u >= 0xF0 && u <= 0xF4 ? 4 : u >= 0xE0 ? (u <= 0xEF ? 3 : 0) : u >= 0xC2 ? 2 : 0;
+    uint32_t cp = len == 2 ? (u & 0x1F) : len == 3 ? (u & 0x0F) : (u & 0x07);
+    bool ok = len != 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      ok = (c & 0xC0) == 0x80;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
+    if (!ok) {
+      hexByte(u);
+      ++i;
+      continue;
+    }
+    const bool steering = (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x061C || cp == 0x200E ||
+                          cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+    if (steering) {
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "\\u{%04x}", static_cast<unsigned>(cp));
+      out += buf;
+    } else {
+      out.append(text.substr(i, len));
+    }
+    i += len;
   }
   if (cut) out += "...";
   return out;

@@ -27,4 +27,10 @@ Result<uint64_t> parseCount(std::string_view text, uint64_t max);
 // echo hostile input, and a newline or NUL in one would forge or hide a second line.
 std::string printable(std::string_view text);
 
+// Text as it may appear on one line of a terminal, uncut (up to 2000 bytes, then "..."):
+// C0 controls and DEL as \xNN, bytes that are not UTF-8 as \xNN, and the code points a
+// terminal or a reader could be steered by (C1 controls, line and paragraph separators,
+// bidi controls) as \u{XXXX}. Everything else passes unchanged.
+std::string oneLine(std::string_view text);
+
 }  // namespace corral::policy

@@ -116,5 +116,17 @@ TEST(Printable, CutKeepsInvalidUtf8InsteadOfErasingIt) {
   EXPECT_GT(printable(mixed).size(), 100u);
 }
 
+TEST(OneLine, EscapesWhatCouldStartALineOrSteerATerminal) {
+  EXPECT_EQ(oneLine("plain /path/ok \xc3\xa9"), "plain /path/ok \xc3\xa9");            // UTF-8 passes
+  EXPECT_EQ(oneLine("a\nb\x1b[2J\x7f"), "a\\x0ab\\x1b[2J\\x7f");                 // C0 and DEL
+  EXPECT_EQ(oneLine("\xc2\x9b" "31m"), "\\u{009b}31m");                                // C1 CSI
+  EXPECT_EQ(oneLine("x\x9by"), "x\\x9by");                                            // a stray byte
+  EXPECT_EQ(oneLine("\xe2\x80\xa8\xe2\x80\xae"), "\\u{2028}\\u{202e}");          // LS, RLO
+  EXPECT_EQ(oneLine("\xed\xa0\x80"), "\\xed\\xa0\\x80");                          // a surrogate
+  EXPECT_EQ(oneLine("\xc0\xaf"), "\\xc0\\xaf");                                      // overlong '/'
+  const std::string long_text(2500, 'a');
+  EXPECT_EQ(oneLine(long_text), std::string(2000, 'a') + "...");
+}
+
 }  // namespace
 }  // namespace corral::policy

@@ -88,7 +88,7 @@ TEST(ExecBadInputCommand, EverySubcommandEchoesAHostileOptionOnOneShortLine) {
       {"exec", hostile, "--", "/bin/true"}, {"run", hostile}, {"verify", hostile}, {"keygen", hostile},
       {"doctor", hostile}, {"claims", hostile}, {hostile}};
   // Positional arguments and paths echoed in other errors.
-  const std::string path = "/nonexistent/a\nb\x1b[2J";
+  const std::string path = "/nonexistent/a\nb\x1b[2J\xc2\x9b" "31m\xe2\x80\xae";  // C0, C1 CSI, RLO
   for (std::vector<std::string> more : std::vector<std::vector<std::string>>{
            {"run", path}, {"run", "m.json", path}, {"verify", path}, {"verify", "/tmp", path},
            {"verify", "/tmp", "--public-key", path}, {"exec", "--", path}, {"exec", "--workspace", path, "--", "/bin/true"}})
@@ -110,6 +110,7 @@ TEST(ExecBadInputCommand, EverySubcommandEchoesAHostileOptionOnOneShortLine) {
     ASSERT_FALSE(r.err.empty()) << what;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << what << ": " << r.err.substr(0, 300);
     EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << what;
+    EXPECT_EQ(r.err.find("\xc2\x9b"), std::string::npos) << what << ": a C1 control reached stderr";
     EXPECT_LT(r.err.size(), 400u) << what;
     EXPECT_EQ(r.err.find("corral-sentinel-value"), std::string::npos) << what << ": " << r.err;
     EXPECT_TRUE(cwd.entries().empty()) << what;

@@ -82,7 +82,7 @@ TEST(AuditRunStepsRecordedCrash, RepeatedKill9LeavesAVerifiablePrefixAndWholeOut
   f.ws.write("out.txt", kOld);
   // The runs' private workspaces (staged copies of the inputs) go here, to be counted.
   TempDir tmp("crash-tmpdir");
-  ASSERT_EQ(::chmod(tmp.path().c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 01777), 0);
   RunOptions in_tmp;
   in_tmp.env_extra = {"TMPDIR=" + tmp.path()};
   const auto t0 = std::chrono::steady_clock::now();

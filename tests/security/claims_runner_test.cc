@@ -3,9 +3,11 @@
 // call is gated (and applied only with --apply), .corral/ is reserved, budgets hold. Each
 // test plays a hostile model through the replay provider against the real binary.
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "run_fixture.h"
 
@@ -773,6 +775,45 @@ TEST(RunnerMemoryStoreContained, AStoreAnotherUserCouldChangeIsRefused) {
     EXPECT_EQ(r.exit_code, 125) << claim("runner.memory-store-contained", "a store owned by another user was used");
     EXPECT_NE(runJson(r).value("reason", "").find("belongs to uid 65534"), std::string::npos) << r.describe();
   }
+}
+
+// A default POSIX ACL is inherited by what git creates, and under one the umask does not
+// apply: one on .corral naming another user would make the new .git writable by that user.
+// corral drops the ACL its new store inherited; a default ACL inside the store is refused.
+bool setDefaultAclGrantingWrite(const std::string& dir, uint32_t uid) {
+  struct Entry {
+    uint16_t tag, perm;
+    uint32_t id;
+  };
+  struct {
+    uint32_t version;
+    Entry e[5];
+  } acl = {2, {{0x01, 7, 0xFFFFFFFF}, {0x02, 7, uid}, {0x04, 5, 0xFFFFFFFF}, {0x10, 7, 0xFFFFFFFF}, {0x20, 5, 0xFFFFFFFF}}};
+  return ::setxattr(dir.c_str(), "system.posix_acl_default", &acl, sizeof(acl), 0) == 0;
+}
+
+TEST(RunnerMemoryStoreContained, AnInheritedDefaultAclNeverOpensTheStoreToAnotherUser) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.reply({call("finish", {{"summary", "one"}})});
+  ASSERT_EQ(::mkdir((f.ws / ".corral").c_str(), 0755), 0);
+  if (!setDefaultAclGrantingWrite(f.ws / ".corral", 65533)) GTEST_SKIP() << "no POSIX ACLs here: " << std::strerror(errno);
+  RunResult first = f.run();
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_EQ(f.entries("memory_store").back()["status"], "committed");
+  for (const char* rel : {".corral/mem", ".corral/mem/.git", ".corral/mem/.git/objects"}) {
+    struct stat st;
+    ASSERT_EQ(::stat((f.ws / rel).c_str(), &st), 0) << rel;
+    EXPECT_EQ(st.st_mode & 022, 0u) << claim("runner.memory-store-contained", std::string(rel) + " is writable by another user");
+    EXPECT_LT(::getxattr((f.ws / rel).c_str(), "system.posix_acl_default", nullptr, 0), 0) << rel << " kept a default ACL";
+  }
+  RunResult second = f.run();
+  EXPECT_EQ(second.exit_code, 0) << "corral's own store was refused: " << second.describe();
+  // A default ACL inside the store: refused before git runs.
+  ASSERT_TRUE(setDefaultAclGrantingWrite(f.ws / ".corral/mem/.git/refs", 65533));
+  RunResult r = f.run();
+  EXPECT_EQ(r.exit_code, 125) << claim("runner.memory-store-contained", "a store with a default ACL was used");
+  EXPECT_NE(runJson(r).value("reason", "").find("default ACL"), std::string::npos) << r.describe();
 }
 
 TEST(RunnerMemoryStore, WithoutGitTheRunContinuesOnFileBackedMemory) {
