@@ -16,6 +16,7 @@
 #include "audit/record_dir.h"
 #include "base/dir_stream.h"
 #include "base/read_fd.h"
+#include "base/secure_dir.h"
 #include "policy/git_gate.h"
 
 extern char** environ;
@@ -31,12 +32,15 @@ std::string gitBinary() {
   return "/usr/bin/git";
 }
 
-bool dirIsEmpty(int dir) {
+// Whether dir holds nothing but a real directory named runs (file-backed memory records).
+bool onlyRunsRecords(int dir) {
   DirStream d = openDirStream(dir);
   if (!d) return false;
   while (dirent* e = ::readdir(d.get())) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") return false;
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    struct stat st;
+    if (n != "runs" || ::fstatat(dir, "runs", &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return false;
   }
   return true;
 }
@@ -161,17 +165,19 @@ Result<UniqueFd> openStore(const std::string& workspace, bool create, bool* has_
   } else {
     if (errno != ENOENT) return sysError("memory store .corral/mem/.git");
     *has_git = false;
-    if (!dirIsEmpty(mem.get()))
-      return Error(Errc::kRefused,
-                   "memory store .corral/mem has content but no .git (git would resolve into an enclosing repository): refusing");
+    // Without .git only what a run that could not use git leaves is accepted: runs/, a real
+    // directory. Anything else is not a store corral made.
+    if (!onlyRunsRecords(mem.get()))
+      return Error(Errc::kRefused, "memory store .corral/mem has content other than runs/ but no .git: refusing");
   }
   return mem;
 }
 
 // Runs the host git on the store with the gate's argv and pinned environment; output discarded.
-// git starts in the store directory corral opened and checked (fchdir on that fd), and
-// .git and the work tree are named relative to it: renaming the workspace or .corral, or
-// anything above them, does not move git elsewhere.
+// git starts in the store directory corral opened and checked (fchdir on that fd), with .git
+// and the work tree named relative to it. git itself turns that into an absolute path and
+// reopens files through it, so the caller first makes sure nobody else can rename any
+// directory on that path (whoElseCouldRename).
 Result<std::string> git(const std::string& binary, const UniqueFd& mem, const std::string& mem_path,
                         const std::vector<std::string>& args, bool capture) {
   policy::CommandDecision d = policy::gateGit(args);
@@ -256,6 +262,12 @@ Result<MemoryOutcome> commitRunMemory(const std::string& workspace, const std::s
   const std::string bin = gitBinary();
   if (bin == "none" || ::access(bin.c_str(), X_OK) != 0)
     return MemoryOutcome{"file", "", "git unavailable (" + bin + "): runs/" + name + " written without a commit"};
+  // git turns its working directory into an absolute path and reopens .git through it: a
+  // user who could rename the store or any directory above it could send git into a
+  // repository nobody checked. Then no host git at all.
+  if (std::string why = whoElseCouldRename(mem.get()); !why.empty())
+    return MemoryOutcome{"file", "", "host git skipped: another user could rename " + why + "; runs/" + name +
+                                         " written without a commit"};
   const std::string mem_path = workspace + "/.corral/mem";
   if (!has_git) {
     RETURN_IF_ERROR(git(bin, mem, mem_path, {"init", "--quiet"}, false));

@@ -20,6 +20,7 @@
 #include "base/open_beneath.h"
 #include "base/read_fd.h"
 #include "base/remove_tree.h"
+#include "base/secure_dir.h"
 #include "policy/path_policy.h"
 #include "sandbox/workspace.h"
 
@@ -167,19 +168,17 @@ void sweepAbandoned(int tmpdir) {
 }
 
 // TMPDIR must not let another user rename what corral makes in it (the sandbox is given the
-// workspace by path): owned by root or this user, and not writable by others unless sticky.
-Result<UniqueFd> openTmpdir(const std::string& tmpdir) {
+// workspace by path): it and every directory above it owned by root or this user, and sticky
+// where others can write. The path is then used as the kernel resolved it, without symlinks.
+Result<UniqueFd> openTmpdir(std::string& tmpdir) {
   UniqueFd dir(::open(tmpdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) return sysError("private workspace: TMPDIR " + tmpdir);
-  struct stat st;
-  if (::fstat(dir.get(), &st) != 0) return sysError("private workspace: TMPDIR " + tmpdir);
-  if (st.st_uid != 0 && st.st_uid != ::geteuid())
-    return Error(Errc::kRefused, "private workspace: TMPDIR " + tmpdir + " belongs to uid " + std::to_string(st.st_uid) +
-                                     ", who could rename the run's files: refusing");
-  if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0)
-    return Error(Errc::kRefused, "private workspace: TMPDIR " + tmpdir +
-                                     " is writable by others without the sticky bit, so they could rename the run's "
-                                     "files: refusing");
+  if (std::string why = whoElseCouldRename(dir.get()); !why.empty())
+    return Error(Errc::kRefused, "private workspace: TMPDIR " + tmpdir + ": another user could rename " + why +
+                                     ": refusing");
+  std::string real = realPathOf(dir.get());
+  if (real.empty()) return Error(Errc::kIo, "private workspace: TMPDIR " + tmpdir + ": cannot tell its path");
+  tmpdir = std::move(real);
   return dir;
 }
 

@@ -826,6 +826,32 @@ TEST(RunnerMemoryStore, WithoutGitTheRunContinuesOnFileBackedMemory) {
   EXPECT_EQ(m[0]["status"], "file");
   EXPECT_NE(m[0]["reason"].get<std::string>().find("git unavailable"), std::string::npos);
   EXPECT_FALSE(f.ws.exists(".corral/mem/.git"));
+  // The next run takes the store it left (runs/ only) and keeps writing to it.
+  RunResult again = f.run({"--apply"}, {.env_extra = {"CORRAL_GIT=none"}});
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(f.entries("memory_store").back()["status"], "file");
+}
+
+// git makes its working directory an absolute path and reopens .git through it: if another
+// user could rename the store or a directory above it (here: the workspace is writable by
+// everyone, without the sticky bit), the host's git is not run at all.
+TEST(RunnerMemoryStoreContained, NoHostGitWhereAnotherUserCouldRenameThePath) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.reply({call("finish", {{"summary", "one"}})});
+  ASSERT_EQ(::chmod(f.ws.path().c_str(), 0777), 0);
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto m = f.entries("memory_store");
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.back()["status"], "file") << claim("runner.memory-store-contained", "git ran below a directory others can rename");
+  EXPECT_NE(m.back()["reason"].get<std::string>().find("host git skipped"), std::string::npos) << m.back().dump();
+  EXPECT_FALSE(f.ws.exists(".corral/mem/.git"));
+  // Control: with the workspace private again, the next run commits.
+  ASSERT_EQ(::chmod(f.ws.path().c_str(), 0755), 0);
+  RunResult again = f.run();
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(f.entries("memory_store").back()["status"], "committed");
 }
 
 TEST(RunnerMailbox, MessagesBothWaysAreStoredAndTraced) {
