@@ -54,10 +54,6 @@ bool onlyRunsRecords(int dir) {
 constexpr size_t kMaxGitEntries = 1'000'000;
 constexpr int kMaxGitDepth = 16;
 
-// The store must also stay what was checked until git has run: only the user running corral
-// may be able to change it. Another user who can write a directory of it (a shared or CI
-// workspace) could swap .git or its config between the check and git, and git runs on the
-// host. Directories and files owned by this uid and not writable by group or others.
 // A default POSIX ACL on a directory is inherited by what git creates in it, and under one
 // the umask does not apply: another user named in it could write the new .git. (An access
 // ACL that grants write shows in the mode's group bits, which the check below sees.)
@@ -65,6 +61,10 @@ bool hasDefaultAcl(int dir) {
   return ::fgetxattr(dir, "system.posix_acl_default", nullptr, 0) >= 0 || (errno != ENODATA && errno != ENOTSUP);
 }
 
+// The store must also stay what was checked until git has run: only the user running corral
+// may be able to change it. Another user who can write a directory of it (a shared or CI
+// workspace) could swap .git or its config between the check and git, and git runs on the
+// host. Directories and files owned by this uid and not writable by group or others.
 Result<void> onlyOwnerCanChange(const struct stat& st, const std::string& path) {
   if (st.st_uid != ::geteuid())
     return Error(Errc::kRefused, "memory store " + path + " belongs to uid " + std::to_string(st.st_uid) +
