@@ -185,6 +185,34 @@ void checkPrintable(std::string_view text) {
   PROPERTY(body.size() + 3 >= kShown, "cut to " + std::to_string(body.size()) + " bytes: '" + shown + "'");
 }
 
+// oneLine: whatever the input, the output is valid UTF-8 without C0/DEL, C1, line or
+// paragraph separators or bidi controls (decoded independently here); printable ASCII
+// input comes back unchanged; the length stays bounded.
+void checkOneLine(std::string_view text) {
+  const std::string out = policy::oneLine(text);
+  PROPERTY(out.size() <= 4 * 2000 * 4 + 3, "oneLine output too long: " + std::to_string(out.size()));
+  size_t i = 0;
+  while (i < out.size()) {
+    const auto b = static_cast<unsigned char>(out[i]);
+    size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    PROPERTY(n != 0 && i + n <= out.size(), "oneLine output is not UTF-8 at byte " + std::to_string(i));
+    uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
+    for (size_t k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(out[i + k]);
+      PROPERTY((c & 0xC0) == 0x80, "oneLine output is not UTF-8 at byte " + std::to_string(i + k));
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    PROPERTY(!(cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+               (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F ||
+               cp == 0x061C),
+             "oneLine let a steering code point through: " + std::to_string(cp));
+    i += n;
+  }
+  bool plain = text.size() <= 2000;
+  for (char c : text) plain = plain && c >= 0x20 && c < 0x7F;
+  if (plain) PROPERTY(out == text, "oneLine changed printable ASCII");
+}
+
 }  // namespace
 }  // namespace corral::fuzz
 
@@ -194,5 +222,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   corral::fuzz::checkDuration(text);
   corral::fuzz::checkCount(text);
   corral::fuzz::checkPrintable(text);
+  corral::fuzz::checkOneLine(text);
   return 0;
 }
