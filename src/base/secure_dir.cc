@@ -11,13 +11,42 @@
 
 namespace corral {
 
+namespace {
+
+// Inside a user namespace (a container, `unshare --map-root-user`), a directory owned by a
+// user the namespace does not map shows as the overflow uid: /tmp and / themselves, whose
+// real owner is the host's root. Nobody inside can act as that user, so such an owner
+// counts like root. In the initial namespace every uid is mapped and this never applies.
+bool unmappedOwner(uid_t uid) {
+  static const bool in_child_userns = [] {
+    std::FILE* f = std::fopen("/proc/self/uid_map", "re");
+    if (f == nullptr) return false;
+    unsigned long inner = 0, outer = 0, count = 0;
+    const int n = std::fscanf(f, "%lu %lu %lu", &inner, &outer, &count);
+    std::fclose(f);
+    return !(n == 3 && inner == 0 && outer == 0 && count == 4294967295UL);
+  }();
+  static const uid_t overflow = [] {
+    std::FILE* f = std::fopen("/proc/sys/kernel/overflowuid", "re");
+    unsigned long v = 65534;
+    if (f != nullptr) {
+      if (std::fscanf(f, "%lu", &v) != 1) v = 65534;
+      std::fclose(f);
+    }
+    return static_cast<uid_t>(v);
+  }();
+  return in_child_userns && uid == overflow;
+}
+
+}  // namespace
+
 std::string whoElseCouldRename(int dir) {
   UniqueFd cur(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
   if (!cur.valid()) return "cannot duplicate the directory";
   for (int depth = 0; depth < 4096; ++depth) {
     struct stat st;
     if (::fstat(cur.get(), &st) != 0) return "cannot stat a directory above it";
-    const bool owner_ok = st.st_uid == 0 || st.st_uid == ::geteuid();
+    const bool owner_ok = st.st_uid == 0 || st.st_uid == ::geteuid() || unmappedOwner(st.st_uid);
     const bool writable_by_others = (st.st_mode & 022) != 0;
     if (!owner_ok || (writable_by_others && (st.st_mode & S_ISVTX) == 0)) {
       char mode[8];

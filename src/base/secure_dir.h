@@ -8,8 +8,8 @@
 namespace corral {
 
 // Walks from the directory open as dir up to "/" through "..": every directory on the way
-// must belong to root or to this user, and one that group or others can write must be
-// sticky. Returns "" when so, else why not (naming the directory's owner and mode).
+// must belong to root or to this user (or, inside a user namespace, to a user it does not
+// map), and one that group or others can write must be sticky. Returns "" when so, else why not (naming the directory's owner and mode).
 std::string whoElseCouldRename(int dir);
 
 // The path of the directory open as dir, as the kernel resolved it (no symlinks in it), or
