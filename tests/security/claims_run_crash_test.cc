@@ -78,18 +78,22 @@ TEST(AuditRunStepsRecordedCrash, RepeatedKill9LeavesAVerifiablePrefixAndWholeOut
   f.reply({call("finish", {{"summary", "wrote out.txt"}})});
   const std::string want = newOutput();
 
-  // One whole run: it must work, and its length scales the kill delays.
-  f.ws.write("out.txt", kOld);
+  // Whole runs: they must work, and the quickest of three scales the kill delays (one slow
+  // run on a loaded host would stretch the delays past most of the runs that follow).
   // The runs' private workspaces (staged copies of the inputs) go here, to be counted.
   TempDir tmp("crash-tmpdir");
   ASSERT_EQ(::chmod(tmp.path().c_str(), 01777), 0);
   RunOptions in_tmp;
   in_tmp.env_extra = {"TMPDIR=" + tmp.path()};
-  const auto t0 = std::chrono::steady_clock::now();
-  RunResult first = f.run({"--apply"}, in_tmp);
-  const auto full = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0);
-  ASSERT_EQ(first.exit_code, 0) << first.describe();
-  ASSERT_EQ(f.ws.read("out.txt"), want);
+  milliseconds full = milliseconds::max();
+  for (int i = 0; i < 3; ++i) {
+    f.ws.write("out.txt", kOld);
+    const auto t0 = std::chrono::steady_clock::now();
+    RunResult whole = f.run({"--apply"}, in_tmp);
+    full = std::min(full, std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0));
+    ASSERT_EQ(whole.exit_code, 0) << whole.describe();
+    ASSERT_EQ(f.ws.read("out.txt"), want);
+  }
 
   std::mt19937 rng(std::random_device{}());
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
@@ -154,9 +158,9 @@ TEST(AuditRunStepsRecordedCrash, RepeatedKill9LeavesAVerifiablePrefixAndWholeOut
       }
     }
   }
-  // Not a vacuous run: most kills landed while corral was working, and some interruptions
-  // were seen by a later run inside the loop.
-  EXPECT_GE(killed_mid_run, kKills / 2) << "the kill delays missed the run (full run took " << full.count() << " ms)";
+  // Not a vacuous run: at least a third of the kills landed while corral was working, and
+  // some interruptions were seen by a later run inside the loop.
+  EXPECT_GE(killed_mid_run, kKills / 3) << "the kill delays missed the run (full run took " << full.count() << " ms)";
   EXPECT_GE(detected, 1);
   std::printf("full run %lld ms; %d of %d kills landed mid-run; %d interruptions detected in the loop\n",
               static_cast<long long>(full.count()), killed_mid_run, kKills, detected);
