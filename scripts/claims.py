@@ -472,7 +472,8 @@ def run_passes(build: Path) -> list[Run]:
             runs.append(Run("rootless", [], {}, error="setpriv not found: rootless pass not run"))
             return runs
         with tempfile.TemporaryDirectory(prefix="corral-claims.") as tmp, _lent_to_nobody(build):
-            os.chmod(tmp, 0o777)  # nobody creates its temp dirs and junit file here
+            os.chmod(tmp, 0o1777)  # nobody makes its temp dirs and junit file here; sticky, like /tmp (corral
+            # passes over a TMPDIR where others could rename its files, and skips git under one)
             tmp_junit = Path(tmp) / "junit-rootless.xml"
             _log("claims: running security tests (rootless, as nobody)")
             subprocess.run(
