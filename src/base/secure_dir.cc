@@ -5,13 +5,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
+#include <vector>
 
 #include "base/unique_fd.h"
 
 namespace corral {
-
 namespace {
+
+// The whitespace-separated unsigned numbers at the start of a small /proc file.
+std::vector<unsigned long> numbersIn(const char* path) {
+  std::vector<unsigned long> out;
+  UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return out;
+  char buf[256];
+  const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+  if (n <= 0) return out;
+  const char* p = buf;
+  const char* end = buf + n;
+  while (p < end) {
+    while (p < end && (*p == ' ' || *p == '\t')) ++p;
+    unsigned long v = 0;
+    auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc() || next == p) break;
+    out.push_back(v);
+    p = next;
+  }
+  return out;
+}
 
 // Inside a user namespace (a container, `unshare --map-root-user`), a directory owned by a
 // user the namespace does not map shows as the overflow uid: /tmp and / themselves, whose
@@ -19,21 +41,12 @@ namespace {
 // counts like root. In the initial namespace every uid is mapped and this never applies.
 bool unmappedOwner(uid_t uid) {
   static const bool in_child_userns = [] {
-    std::FILE* f = std::fopen("/proc/self/uid_map", "re");
-    if (f == nullptr) return false;
-    unsigned long inner = 0, outer = 0, count = 0;
-    const int n = std::fscanf(f, "%lu %lu %lu", &inner, &outer, &count);
-    std::fclose(f);
-    return !(n == 3 && inner == 0 && outer == 0 && count == 4294967295UL);
+    const std::vector<unsigned long> first = numbersIn("/proc/self/uid_map");  // "0 0 4294967295" in the initial one
+    return !(first.size() >= 3 && first[0] == 0 && first[1] == 0 && first[2] == 4294967295UL);
   }();
   static const uid_t overflow = [] {
-    std::FILE* f = std::fopen("/proc/sys/kernel/overflowuid", "re");
-    unsigned long v = 65534;
-    if (f != nullptr) {
-      if (std::fscanf(f, "%lu", &v) != 1) v = 65534;
-      std::fclose(f);
-    }
-    return static_cast<uid_t>(v);
+    const std::vector<unsigned long> v = numbersIn("/proc/sys/kernel/overflowuid");
+    return static_cast<uid_t>(v.empty() ? 65534 : v[0]);
   }();
   return in_child_userns && uid == overflow;
 }
