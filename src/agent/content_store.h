@@ -15,10 +15,11 @@ namespace corral::agent {
 
 class ContentStore {
  public:
-  // Opens (creating) .corral/blobs beneath the record directory, never through a symlink.
+  // Opens (creating) .corral/blobs beneath the record directory, never through a symlink;
+  // refuses one that holds a directory (a blob's name rename(2) could not replace).
   static Result<ContentStore> open(const UniqueFd& record_dir);
-  // Stores bytes as blobs/<sha256> (temp file + rename; kept as is when already there) and
-  // returns the hash.
+  // Stores bytes as blobs/<sha256> (random O_EXCL temp file + rename, audit::replaceFileAt;
+  // a blob already there is kept only when it holds exactly these bytes) and returns the hash.
   Result<std::string> keep(std::string_view bytes);
   uint64_t stored() const { return stored_; }
 
