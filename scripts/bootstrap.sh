@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config clang
   libseccomp-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libssl-dev libcap-dev libcurl4-openssl-dev libidn2-dev libboost-dev
+  libssl-dev libcap-dev libcurl4-openssl-dev libidn2-dev libunistring-dev libboost-dev
   bubblewrap crun util-linux iproute2 python3 curl git strace openssl
   clang-14 libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
 )

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// corral's entry point: everything lives in cli::main.
-#include "cli/main.h"
+// The `corral` binary: plain `corral exec` here, everything else in corral-core
+// (cli/launcher.cc says why).
+#include "cli/launcher.h"
 
-int main(int argc, char** argv) { return corral::cli::main(argc, argv); }
+int main(int argc, char** argv) { return corral::cli::launcherMain(argc, argv); }

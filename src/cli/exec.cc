@@ -11,13 +11,10 @@
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 
 #include "base/unique_fd.h"
 #include "cli/exec_options.h"
 #include "cli/report_json.h"
-#include "net/lease_table.h"
-#include "net/sandbox_egress.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -63,62 +60,13 @@ Result<void> writeReport(const UniqueFd& fd, const std::string& path, const std:
   return {};
 }
 
-// --net proxy: the run's proxy and what it saw. Events arrive on the proxy thread.
-struct Egress {
-  std::mutex mu;
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  nlohmann::ordered_json lease_events = nlohmann::ordered_json::array();
-  std::unique_ptr<net::SandboxEgress> proxy;
-  UniqueFd channel;  // the sandbox's end
-};
-
-std::string runTag() {
-  uint8_t bytes[8];
-  if (!net::systemRandom(bytes)) return "exec-" + std::to_string(::getpid());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string tag = "exec-";
-  for (uint8_t b : bytes) {
-    tag += kHex[b >> 4];
-    tag += kHex[b & 15];
-  }
-  return tag;
-}
-
-// The proxy logs each refusal at once (warn: shown by default), so a user sees why a request
-// was blocked without asking for the report; every event goes into the report.
-Result<void> startEgress(ExecInvocation& inv, Egress& egress) {
-  net::EgressConfig config;
-  config.tag = runTag();
-  config.grants = inv.allow;
-  config.sandbox_port = inv.spec.proxy.port;
-  config.on_event = [&egress](const net::ConnectionEvent& e) {
-    std::lock_guard lock(egress.mu);
-    egress.events.push_back(net::eventJson(e));
-  };
-  config.leases = inv.credentials;
-  if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
-  config.env_lookup = net::processEnvironment;
-  config.on_lease_event = [&egress](const net::LeaseEvent& e) {
-    std::lock_guard lock(egress.mu);
-    egress.lease_events.push_back(net::leaseEventJson(e));
-  };
-  ASSIGN_OR_RETURN(egress.proxy, net::SandboxEgress::start(std::move(config)));
-  ASSIGN_OR_RETURN(egress.channel, egress.proxy->attach());
-  inv.spec.proxy.channel = egress.channel.get();
-  for (std::string& kv : egress.proxy->sandboxEnvironment()) inv.spec.env.push_back(std::move(kv));
-  return {};
-}
-
 int finish(const ExecInvocation& inv, const UniqueFd& report_fd, const sandbox::RunReport& report,
-           Egress* egress = nullptr) {
+           ExecEgress* egress = nullptr) {
   if (!report.error.empty()) errorLine(report.error);
-  if (egress) egress->proxy.reset();  // closes what is still open: every event is in
+  if (egress) egress->stop();
   if (inv.json || report_fd.valid()) {
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-    if (egress) {
-      extra["egress"] = egress->events;
-      if (!inv.credentials.empty()) extra["leases"] = egress->lease_events;
-    }
+    if (egress) egress->addToReport(extra);
     std::string json = renderReport(report, &extra);
     if (report_fd.valid()) {
       if (auto w = writeReport(report_fd, *inv.report_file, json); !w) {
@@ -133,7 +81,7 @@ int finish(const ExecInvocation& inv, const UniqueFd& report_fd, const sandbox::
 
 }  // namespace
 
-int execMain(const std::vector<std::string>& args) {
+int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
   auto parsed = parseExecArgs(args);
   if (!parsed) {
     errorLine(parsed.error().message());
@@ -144,6 +92,8 @@ int execMain(const std::vector<std::string>& args) {
     std::fputs(execUsage().c_str(), stdout);
     return 0;
   }
+  // Before the report file is opened: the binary taking over does everything itself.
+  if (inv.net_proxy && !env.start_egress) return env.hand_off();
   sandbox::RunReport failed;
   UniqueFd report_fd;
   if (inv.report_file) {
@@ -158,13 +108,14 @@ int execMain(const std::vector<std::string>& args) {
     failed.error = ok.error().message();
     return finish(inv, report_fd, failed);
   }
-  std::unique_ptr<Egress> egress;
+  std::unique_ptr<ExecEgress> egress;
   if (inv.net_proxy) {
-    egress = std::make_unique<Egress>();
-    if (auto ok = startEgress(inv, *egress); !ok) {
-      failed.error = "--net proxy: " + ok.error().message();
+    auto started = env.start_egress(inv);
+    if (!started) {
+      failed.error = "--net proxy: " + started.error().message();
       return finish(inv, report_fd, failed);
     }
+    egress = std::move(*started);
   }
   auto report = sandbox::runLinux(inv.spec, {inv.timing});
   if (!report) {

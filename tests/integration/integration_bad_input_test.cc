@@ -132,5 +132,49 @@ TEST(ExecBadInputCommand, ControlEveryOptionWithGoodValuesRuns) {
   EXPECT_TRUE(dir.exists("r.json"));
 }
 
+// `corral` is a launcher that runs plain `corral exec` itself and hands every other command to
+// corral-core beside it (src/cli/launcher.cc). Without corral-core it still runs a sandbox, and
+// every command it would hand over is refused on one line naming what is missing: never a
+// crash, never a binary looked up anywhere else (PATH holds a decoy that would succeed).
+TEST(LauncherHandsOff, WithoutCorralCoreEveryOtherCommandIsRefusedOnOneLine) {
+  TempDir bin("launcher-bin"), decoys("launcher-decoys"), cwd("launcher-cwd");
+  bin.write("corral", readHostFile(corralBin()), 0755);
+  decoys.write("corral-core", "#!/bin/sh\nexit 0\n", 0755);
+  const std::string launcher = bin / "corral";
+  RunOptions o;
+  o.cwd = cwd.path();
+  o.env = {"PATH=" + decoys.path() + ":/usr/bin:/bin"};
+  RunResult plain = run({launcher, "exec", "--", "/bin/sh", "-c", "echo launched"}, o);
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, "launched\n");
+  const std::vector<std::vector<std::string>> handed = {
+      {"run", "m.json"}, {"verify", cwd.path()}, {"doctor"}, {"claims"}, {"keygen", "--out", "k"},
+      {"exec", "--net", "proxy", "--", "/bin/true"}};
+  for (const std::vector<std::string>& args : handed) {
+    std::vector<std::string> argv{launcher};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = run(argv, o);
+    EXPECT_EQ(r.exit_code, 125) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err, "corral: cannot start " + bin.path() + "/corral-core: No such file or directory\n") << args[0];
+    EXPECT_TRUE(cwd.entries().empty()) << args[0];
+  }
+}
+
+// Control: with corral-core beside it, the same launcher hands over and the command runs.
+TEST(LauncherHandsOff, ControlWithCorralCoreBesideItTheCommandRuns) {
+  TempDir bin("launcher-bin"), cwd("launcher-cwd");
+  const std::string build = corralBin().substr(0, corralBin().rfind('/') + 1);
+  bin.write("corral", readHostFile(corralBin()), 0755);
+  bin.write("corral-core", readHostFile(build + "corral-core"), 0755);
+  RunOptions o;
+  o.cwd = cwd.path();
+  RunResult r = run({bin / "corral", "keygen", "--out", cwd / "k"}, o);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(cwd.exists("k/audit-ed25519-public.pem")) << "keygen wrote nothing";
+  RunResult proxied = run({bin / "corral", "exec", "--net", "proxy", "--", "/bin/sh", "-c", "echo $HTTPS_PROXY"}, o);
+  EXPECT_EQ(proxied.exit_code, 0) << proxied.err;
+  EXPECT_EQ(proxied.out.rfind("http://127.0.0.1:", 0), 0u) << proxied.out;
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// `corral exec --net proxy`: the run's egress proxy and what it saw (corral-core only; the
+// launcher hands such runs over, see cli/launcher.cc).
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cli/exec.h"
+#include "cli/exec_options.h"
+#include "net/lease_table.h"
+#include "net/sandbox_egress.h"
+
+namespace corral::cli {
+namespace {
+
+std::string runTag() {
+  uint8_t bytes[8];
+  if (!net::systemRandom(bytes)) return "exec-" + std::to_string(::getpid());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string tag = "exec-";
+  for (uint8_t b : bytes) {
+    tag += kHex[b >> 4];
+    tag += kHex[b & 15];
+  }
+  return tag;
+}
+
+// Events arrive on the proxy thread.
+class ProxyEgress final : public ExecEgress {
+ public:
+  explicit ProxyEgress(bool with_leases) : with_leases_(with_leases) {}
+
+  // The proxy logs each refusal at once (warn: shown by default), so a user sees why a
+  // request was blocked without asking for the report; every event goes into the report.
+  Result<void> start(ExecInvocation& inv) {
+    net::EgressConfig config;
+    config.tag = runTag();
+    config.grants = inv.allow;
+    config.sandbox_port = inv.spec.proxy.port;
+    config.on_event = [this](const net::ConnectionEvent& e) {
+      std::lock_guard lock(mu_);
+      events_.push_back(net::eventJson(e));
+    };
+    config.leases = inv.credentials;
+    if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
+    config.env_lookup = net::processEnvironment;
+    config.on_lease_event = [this](const net::LeaseEvent& e) {
+      std::lock_guard lock(mu_);
+      lease_events_.push_back(net::leaseEventJson(e));
+    };
+    ASSIGN_OR_RETURN(proxy_, net::SandboxEgress::start(std::move(config)));
+    ASSIGN_OR_RETURN(channel_, proxy_->attach());
+    inv.spec.proxy.channel = channel_.get();
+    for (std::string& kv : proxy_->sandboxEnvironment()) inv.spec.env.push_back(std::move(kv));
+    return {};
+  }
+
+  void stop() override { proxy_.reset(); }
+
+  void addToReport(nlohmann::ordered_json& extra) override {
+    std::lock_guard lock(mu_);
+    extra["egress"] = events_;
+    if (with_leases_) extra["leases"] = lease_events_;
+  }
+
+ private:
+  const bool with_leases_;
+  std::mutex mu_;
+  nlohmann::ordered_json events_ = nlohmann::ordered_json::array();
+  nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();
+  std::unique_ptr<net::SandboxEgress> proxy_;
+  UniqueFd channel_;  // the sandbox's end
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ExecEgress>> startExecEgress(ExecInvocation& inv) {
+  auto egress = std::make_unique<ProxyEgress>(!inv.credentials.empty());
+  RETURN_IF_ERROR(egress->start(inv));
+  return std::unique_ptr<ExecEgress>(std::move(egress));
+}
+
+}  // namespace corral::cli

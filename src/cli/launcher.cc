@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// Why two binaries: starting a process that maps corral-core (OpenSSL, curl, Asio, the agent)
+// costs about 2 ms of relocations and page faults before main(), a fifth of a whole sandboxed
+// launch (docs/benchmarks.md). `corral exec` without --net proxy needs none of it, so the
+// `corral` binary holds only the sandbox and hands every other command, unchanged, to
+// corral-core with one execve.
+#include "cli/launcher.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/exec.h"
+#include "cli/option_echo.h"
+#include "cli/usage.h"
+#include "sandbox/linux_backend.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr int kExitCorral = 125;
+
+// corral-core is installed beside this binary. It is found through /proc/self/exe, never
+// through PATH or the environment: the binary that takes over is the one shipped with this
+// one, and argv and the environment pass to it unchanged.
+int handOff(char** argv) {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) {
+    std::fprintf(stderr, "corral: cannot find corral-core: readlink /proc/self/exe: %s\n", std::strerror(errno));
+    return kExitCorral;
+  }
+  std::string core(self, static_cast<size_t>(n));
+  core.resize(core.rfind('/') + 1);
+  core += "corral-core";
+  ::execv(core.c_str(), argv);
+  const int err = errno;
+  std::fprintf(stderr, "corral: cannot start %s: %s\n", oneLine(core).c_str(), std::strerror(err));
+  return kExitCorral;
+}
+
+}  // namespace
+
+int launcherMain(int argc, char** argv) {
+  sandbox::rememberProcessArgs(argc, argv);
+  if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
+  if (std::string(argv[1]) != "exec") return handOff(argv);
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  return execMain(rest, {.start_egress = {}, .hand_off = [argv] { return handOff(argv); }});
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/usage.h"
+#include "cli/option_echo.h"
+
+#include <cstdio>
+#include <string_view>
+
+namespace corral::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: corral <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  exec [options] -- CMD [ARGS...]   run one command in a fresh sandbox (corral exec --help)\n"
+    "  run MANIFEST [--workspace DIR] [--apply] [--json]\n"
+    "                                    drive a model through policy-gated tools (corral run --help)\n"
+    "  doctor [--json]                   report host facilities and which mechanism each limit uses\n"
+    "  claims [--build DIR] [--render F] run the claim ledger's tests (and render SECURITY.md)\n"
+    "  verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
+    "                                    check a workspace's .corral audit record\n"
+    "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
+    "  version                           print the version\n";
+
+constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen"};
+
+}  // namespace
+
+std::optional<int> answerWithoutRunning(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 125;
+  }
+  const std::string_view cmd = argv[1];
+  for (std::string_view known : kSubcommands) {
+    if (cmd == known) return std::nullopt;
+  }
+  if (cmd == "version" || cmd == "--version") {
+    std::puts("corral 0.1.0");
+    return 0;
+  }
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "corral: unknown command %s (try corral --help)\n", optionName(std::string(cmd)).c_str());
+  return 125;
+}
+
+}  // namespace corral::cli
