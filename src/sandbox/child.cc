@@ -190,6 +190,12 @@ void runInit(const Context& ctx) {
   // Nothing the caller held (a directory fd, a socket) may reach the sandbox (CVE-2024-21626).
   if (::syscall(SYS_close_range, proxy_tmp >= 0 ? kProxyChannel + 1 : kSock + 1, ~0u, 0) != 0) ::_exit(125);
 
+  // The network namespace is made on the other CPU from here on (netns.h), while the parent
+  // writes the id maps and init builds the mounts. After close_range, which would close the
+  // helper's fds too (it shares init's table).
+  netns::Maker net;
+  if (int e = netns::startMaker(&net)) fail(sync::Type::kSetupFailed, sync::kStepNetns, e, 125);
+
   sync::Message m{};
   if (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kMapsReady) ::_exit(125);  // parent gone: EOF
   stamp(ctx, kMsMapsReady);
@@ -219,12 +225,12 @@ void runInit(const Context& ctx) {
       fail(sync::Type::kSetupFailed, sync::kStepSync, e, 125);
   stamp(ctx, kMsTmpfs);
   size_t failed = 0;
-  if (int e = mountns::execute(*ctx.mounts, ws, ctx.slot_fds, &failed, ctx.stamps))
+  const mountns::Callback join{[](void* maker) { return netns::joinMaker(static_cast<netns::Maker*>(maker)); }, &net};
+  if (int e = mountns::execute(*ctx.mounts, ws, ctx.slot_fds, &failed, ctx.stamps, join))
     fail(sync::Type::kSetupFailed, static_cast<int32_t>(failed), e, 125);
   ::close(ws);
   stamp(ctx, kMsMounts);
   if (::sethostname("corral", 6) != 0) fail(sync::Type::kSetupFailed, sync::kStepHostname, errno, 125);
-  if (int e = netns::bringUpLoopback()) fail(sync::Type::kSetupFailed, sync::kStepLoopback, e, 125);
   int proxy_listen = -1;
   if (ctx.proxy_channel >= 0) {
     proxy_listen = netns::listenLoopback(ctx.proxy_port);

@@ -31,7 +31,7 @@ uint64_t nowNs() {
 }
 
 void printMilestones(const uint64_t* m, uint64_t clone_ns, uint64_t reaped_ns) {
-  static const char* kNames[] = {"maps_wait", "workspace_tmpfs", "mounts", "hostname_lo", "fork_cmd",
+  static const char* kNames[] = {"maps_wait", "workspace_tmpfs", "mounts", "hostname_listener", "fork_cmd",
                                  "cmd_presetup", "cmd_run_and_reap", "report"};
   std::string line = "corral: timing child (us): clone->";
   uint64_t prev = clone_ns;

@@ -256,7 +256,8 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   SignalForwarder forwarder;
   int pidfd = -1;
   CloneArgs args{};
-  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+  // No CLONE_NEWNET: init makes the network namespace on the other CPU (netns.h says why).
+  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   if (cg && cg->cloneIntoFd() >= 0) {

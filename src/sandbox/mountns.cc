@@ -157,6 +157,9 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   // ceiling (ENOSPC) under the seccomp rule that already refuses them. Every other kind
   // needs CAP_SYS_ADMIN, which only a nested user namespace could grant. Not mnt: the
   // open_tree clones below count as mount namespaces; not cgroup: init makes its own later.
+  // The network namespace is made beside the mounts (netns.h): it must exist before the cap
+  // on net namespaces, so init joins it here, as late as that allows.
+  b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network namespace"});
   for (const char* ns : {"user", "pid", "net", "ipc", "uts", "time"})
     b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
            "cap nested namespaces"});
@@ -225,7 +228,7 @@ int cloneOnto(const char* source, const char* target, uint64_t attrs) {
   return err;
 }
 
-int runStep(const Step& s, int ws_fd, int* slot_fds) {
+int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
   switch (s.op) {
     case Op::kMakePrivate:
       return ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 ? 0 : errno;
@@ -286,15 +289,17 @@ int runStep(const Step& s, int ws_fd, int* slot_fds) {
       if (::syscall(SYS_pivot_root, ".", ".") != 0) return errno;
       if (::umount2(".", MNT_DETACH) != 0) return errno;
       return ::chdir("/") == 0 ? 0 : errno;
+    case Op::kCallback:
+      return callback.fn ? callback.fn(callback.arg) : 0;
   }
   return EINVAL;
 }
 
 }  // namespace
 
-int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps) {
+int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps, Callback callback) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    int err = runStep(plan.steps[i], ws_fd, slot_fds);
+    int err = runStep(plan.steps[i], ws_fd, slot_fds, callback);
     if (stamps) {
       timespec ts;
       ::clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -31,6 +31,7 @@ enum class Op : uint8_t {
   kSetReadOnly,  // mount_setattr(a, RDONLY), not recursive
   kAttachWorkspace,  // move_mount(workspace fd -> a)
   kPivot,        // chdir(a); pivot_root(".", "."); detach the old root; chdir("/")
+  kCallback,     // run execute()'s callback: where init joins the sandbox's network namespace
 };
 
 struct Step {
@@ -61,7 +62,12 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
 // Child side, async-signal-safe: runs every step. On failure returns the errno and sets
 // *failed to the index of the step. ws_fd is the detached workspace mount (or -1).
 // stamps, when not null, receives CLOCK_MONOTONIC ns after each step (for --timing).
-int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps = nullptr);
+// callback, run at the plan's kCallback step, returns 0 or errno.
+struct Callback {
+  int (*fn)(void* arg) = nullptr;
+  void* arg = nullptr;
+};
+int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps, Callback callback);
 
 // Child side: a detached tmpfs (fsopen/fsmount) of `size` bytes, root mode 0755, nosuid,
 // nodev. Returns the mount fd or -errno. size_option is "size=<bytes>" built before clone.

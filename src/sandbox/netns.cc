@@ -5,27 +5,110 @@
 #include "base/fd_passing.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 namespace corral::sandbox::netns {
 
-int bringUpLoopback() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
+namespace {
+
+// Brings "lo" up through a socket of its network namespace. Returns 0 or errno.
+int bringUpLoopback(int fd) {
   ifreq ifr{};
   ::memcpy(ifr.ifr_name, "lo", 3);
-  int err = 0;
-  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) != 0) err = errno;
-  if (err == 0) {
-    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-    if (::ioctl(fd, SIOCSIFFLAGS, &ifr) != 0) err = errno;
+  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) != 0) return errno;
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+  if (::ioctl(fd, SIOCSIFFLAGS, &ifr) != 0) return errno;
+  return 0;
+}
+
+struct Ready {
+  int err;   // 0, or making the namespace or bringing up loopback failed with this
+  int sock;  // a socket in the new namespace, in the fd table the helper shares with init
+};
+
+// The helper shares init's fd table (CLONE_FILES) and nothing else: a copy-on-write clone, not
+// CLONE_VM, because it runs beside init and the two must not share errno or a libc lock. It
+// makes system calls only. The socket it leaves in the shared table holds the namespace after
+// it exits, and init reaches the namespace through it (SIOCGSKNS): no /proc path, which init's
+// mount work changes under it, and no ptrace-mode access check on a non-dumpable process.
+int makerEntry(void* arg) {
+  const int ready = *static_cast<int*>(arg);
+  Ready r{0, -1};
+  if (::unshare(CLONE_NEWNET) != 0) {
+    r.err = errno;
+  } else if ((r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
+    r.err = errno;
+  } else {
+    r.err = bringUpLoopback(r.sock);
   }
-  ::close(fd);
+  ::_exit(::write(ready, &r, sizeof r) == static_cast<ssize_t>(sizeof r) ? 0 : 1);
+}
+
+}  // namespace
+
+int startMaker(Maker* maker) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return errno;
+  constexpr size_t kStackBytes = size_t{64} * 1024;
+  void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    const int e = errno;
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    return e;
+  }
+  // Not CLONE_NEWNET: clone would build the namespace on init's CPU; unshare() in the helper
+  // builds it on the other one.
+  const int pid = ::clone(makerEntry, static_cast<char*>(stack) + kStackBytes, CLONE_FILES | SIGCHLD, &pipe_fds[1]);
+  const int err = pid < 0 ? errno : 0;
+  ::munmap(stack, kStackBytes);  // ours; the helper runs on its own copy
+  // The helper has exited or holds its own reference to the write end (shared table): closing
+  // it here would close it for both. It goes when the helper has reported (joinMaker).
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    return err;
+  }
+  maker->pid = pid;
+  maker->ready = pipe_fds[0];
+  maker->ready_write = pipe_fds[1];
+  return 0;
+}
+
+int joinMaker(Maker* maker) {
+  Ready r{0, -1};
+  ssize_t n;
+  while ((n = ::read(maker->ready, &r, sizeof r)) < 0 && errno == EINTR) {
+  }
+  int status = 0;
+  while (::waitpid(maker->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int err = 0;
+  if (n != static_cast<ssize_t>(sizeof r)) {
+    err = n < 0 ? errno : ECHILD;  // the helper died before reporting
+  } else if (r.err != 0) {
+    err = r.err;
+  } else {
+    const int ns = ::ioctl(r.sock, SIOCGSKNS);
+    if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) err = errno;
+    if (ns >= 0) ::close(ns);
+  }
+  if (r.sock >= 0) ::close(r.sock);
+  ::close(maker->ready);
+  ::close(maker->ready_write);
+  *maker = Maker{};
   return err;
 }
 

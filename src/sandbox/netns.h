@@ -4,8 +4,22 @@
 
 namespace corral::sandbox::netns {
 
-// Child side, inside the fresh network namespace: brings "lo" up. Returns 0 or errno.
-int bringUpLoopback();
+// Init side: a fresh network namespace made on the other CPU while init builds the mounts.
+// Creating one costs about 1 ms (every pernet subsystem initialises), the largest kernel cost
+// of a launch and as much as all the mounts, so init clones a helper into a new network
+// namespace (owned by the sandbox's user namespace, like one clone3 would make) that brings
+// "lo" up and then waits; init joins it with setns() before anything untrusted runs. Until
+// then init itself is still in the caller's network namespace: it runs only corral's code.
+struct Maker {
+  int pid = -1;
+  int ready = -1;        // the helper reports here once "lo" is up
+  int ready_write = -1;  // its write end (the fd table is shared with the helper)
+};
+// Starts the helper. Returns 0 or errno. Needs CAP_SYS_ADMIN in the caller's user namespace.
+int startMaker(Maker* maker);
+// Waits for and reaps the helper, then moves the caller into its namespace. Returns 0 or
+// errno. Async-signal-safe.
+int joinMaker(Maker* maker);
 
 // Child side: a TCP listener on 127.0.0.1:port (close-on-exec, non-blocking), the sandbox's
 // end of the egress proxy. Returns the fd, or -errno.

@@ -17,6 +17,7 @@ const char* childStepName(int32_t step) {
     case kStepWorkspaceTmpfs: return "create /workspace tmpfs";
     case kStepHostname: return "sethostname";
     case kStepLoopback: return "bring up loopback";
+    case kStepNetns: return "network namespace";
     case kStepCgroupNs: return "unshare cgroup namespace";
     case kStepFork: return "fork command";
     case kStepSetsid: return "setsid";

@@ -21,6 +21,7 @@ enum ChildStep : int32_t {
   kStepSync = -1, kStepDumpable = -2, kStepWorkspaceTmpfs = -3, kStepHostname = -4, kStepLoopback = -5,
   kStepCgroupNs = -6, kStepFork = -7, kStepSetsid = -8, kStepChdir = -9, kStepRlimits = -10,
   kStepCaps = -11, kStepLandlock = -12, kStepSeccomp = -13, kStepExec = -14, kStepSignals = -15, kStepCredentials = -16, kStepCgroupAttach = -17,
+  kStepNetns = -18,
 };
 const char* childStepName(int32_t step);
 
