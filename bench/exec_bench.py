@@ -330,7 +330,7 @@ def breakdown_candidates(ctx: Context) -> list[Candidate]:
                            ["/bin/true"], root_only=True, mntns=ctx.side_ns))
     corral = str(ctx.corral)
     c += [
-        Candidate("corral_version", "corral version: start, load libraries, exit; no sandbox",
+        Candidate("corral_version", "corral version: the launcher starts and exits; no sandbox",
                   [corral, "version"]),
         Candidate("corral", "corral exec", [corral, "exec", "--", "/bin/true"]),
         Candidate("corral_mem", "corral exec --memory 256M", [corral, "exec", "--memory", "256M",

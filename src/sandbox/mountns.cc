@@ -153,21 +153,22 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
 
   b.mkdir("proc", 0555);
   b.add({Op::kProc, b.in("proc"), nullptr, 0, -1, false, "mount /proc"});
-  // The sandbox's own user namespace may create no further namespaces: a kernel-side
-  // ceiling (ENOSPC) under the seccomp rule that already refuses them. Every other kind
-  // needs CAP_SYS_ADMIN, which only a nested user namespace could grant. Not mnt: the
-  // open_tree clones below count as mount namespaces; not cgroup: init makes its own later.
-  // The network namespace is made beside the mounts (netns.h): it must exist before the cap
-  // on net namespaces, so init joins it here, as late as that allows.
-  b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network namespace"});
-  for (const char* ns : {"user", "pid", "net", "ipc", "uts", "time"})
-    b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
-           "cap nested namespaces"});
   const char* dev_null = b.in("dev/null");
   for (const char* f : kProcMaskFiles)
     b.add({Op::kMaskFile, b.in(std::string("proc/") + f), dev_null, 0, -1, true, "mask /proc file"});
   for (const char* d : kProcMaskDirs)
     b.add({Op::kMaskDir, b.in(std::string("proc/") + d), nullptr, 0, -1, true, "mask /proc directory"});
+  // The network namespace is made beside the mounts (netns.h) and must exist before the cap
+  // on net namespaces below: init joins it here, as late as the order allows.
+  b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network namespace"});
+  // The sandbox's own user namespace may create no further namespaces: a kernel-side
+  // ceiling (ENOSPC) under the seccomp rule that already refuses them. Every other kind
+  // needs CAP_SYS_ADMIN, which only a nested user namespace could grant. Not mnt: the
+  // open_tree clones of the masks and read-only binds count as mount namespaces; not cgroup:
+  // init makes its own later. Before /proc/sys is made read-only.
+  for (const char* ns : {"user", "pid", "net", "ipc", "uts", "time"})
+    b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
+           "cap nested namespaces"});
   for (const char* r : kProcReadOnly)
     b.add({Op::kBindSelfRo, b.in(std::string("proc/") + r), nullptr, 0, -1, true, "make /proc entry read-only"});
 

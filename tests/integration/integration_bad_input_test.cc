@@ -132,6 +132,31 @@ TEST(ExecBadInputCommand, ControlEveryOptionWithGoodValuesRuns) {
   EXPECT_TRUE(dir.exists("r.json"));
 }
 
+// A host that cannot give the sandbox its own network namespace (here: a user namespace whose
+// max_net_namespaces is 0, nested so that corral runs unprivileged inside it) gets one line
+// naming the facility and 125, and the command never runs. The network namespace is made by a
+// helper beside the mounts (src/sandbox/netns.h): its failure must still stop the launch.
+RunResult runUnderNetnsCap(const std::string& cap) {
+  const std::string inner = "unshare -U --map-user=1000 --map-group=1000 \"$0\" exec -- /bin/echo RAN";
+  const std::string cmd = cap.empty() ? inner : "echo " + cap + " > /proc/sys/user/max_net_namespaces && " + inner;
+  return run({"/usr/bin/unshare", "--user", "--map-root-user", "/bin/sh", "-c", cmd, corralBin()});
+}
+
+TEST(ExecBadInputHost, WithoutNetworkNamespacesTheCommandNeverRuns) {
+  RunResult r = runUnderNetnsCap("0");
+  if (r.err.find("unshare failed") != std::string::npos) GTEST_SKIP() << "cannot nest user namespaces here";
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.out.find("RAN"), std::string::npos) << "the command ran without its network namespace";
+  EXPECT_EQ(r.err, "corral: sandbox setup: join the network namespace: No space left on device\n");
+}
+
+TEST(ExecBadInputHost, ControlTheSameNestingRunsTheCommand) {
+  RunResult r = runUnderNetnsCap("");
+  if (r.err.find("unshare failed") != std::string::npos) GTEST_SKIP() << "cannot nest user namespaces here";
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "RAN\n");
+}
+
 // `corral` is a launcher that runs plain `corral exec` itself and hands every other command to
 // corral-core beside it (src/cli/launcher.cc). Without corral-core it still runs a sandbox, and
 // every command it would hand over is refused on one line naming what is missing: never a
