@@ -43,6 +43,7 @@ class Builder {
   const char* str(std::string s) { return plan_.strings.emplace_back(std::move(s)).c_str(); }
   const char* in(std::string_view rel) { return str(plan_.root + "/" + std::string(rel)); }
   void add(Step s) { plan_.steps.push_back(s); }
+  int slot() { return plan_.slots++; }
   int clone(const std::string& host, uint64_t attrs, const char* what) {
     int slot = plan_.slots++;
     add({Op::kCloneTree, str(host), nullptr, attrs, slot, false, what});
@@ -158,17 +159,20 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
     b.add({Op::kMaskFile, b.in(std::string("proc/") + f), dev_null, 0, -1, true, "mask /proc file"});
   for (const char* d : kProcMaskDirs)
     b.add({Op::kMaskDir, b.in(std::string("proc/") + d), nullptr, 0, -1, true, "mask /proc directory"});
-  // The network namespace is made beside the mounts (netns.h) and must exist before the cap
-  // on net namespaces below: init joins it here, as late as the order allows.
-  b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network namespace"});
   // The sandbox's own user namespace may create no further namespaces: a kernel-side
   // ceiling (ENOSPC) under the seccomp rule that already refuses them. Every other kind
   // needs CAP_SYS_ADMIN, which only a nested user namespace could grant. Not mnt: the
-  // open_tree clones of the masks and read-only binds count as mount namespaces; not cgroup:
-  // init makes its own later. Before /proc/sys is made read-only.
-  for (const char* ns : {"user", "pid", "net", "ipc", "uts", "time"})
+  // open_tree clones of the read-only binds count as mount namespaces; not cgroup: init
+  // makes its own later. Before /proc/sys is made read-only. The cap on network namespaces
+  // waits for the sandbox's own, which a helper makes beside these mounts (netns.h): its
+  // sysctl is opened now and written through that descriptor after init has joined it, at
+  // the very end, so that all of the mount work overlaps the helper's.
+  for (const char* ns : {"user", "pid", "ipc", "uts", "time"})
     b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
            "cap nested namespaces"});
+  const int net_cap = b.slot();
+  b.add({Op::kOpenSysctl, b.in("proc/sys/user/max_net_namespaces"), nullptr, 0, net_cap, false,
+         "cap nested namespaces"});
   for (const char* r : kProcReadOnly)
     b.add({Op::kBindSelfRo, b.in(std::string("proc/") + r), nullptr, 0, -1, true, "make /proc entry read-only"});
 
@@ -182,6 +186,8 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
 
   b.add({Op::kSetReadOnly, b.str(plan.root), nullptr, 0, -1, false, "make the new root read-only"});
   b.add({Op::kPivot, b.str(plan.root), nullptr, 0, -1, false, "pivot_root"});
+  b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network namespace"});
+  b.add({Op::kWriteSlot, nullptr, "0", 0, net_cap, false, "cap nested namespaces"});
   return plan;
 }
 
@@ -275,7 +281,7 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
     case Op::kBindSelfRo:
       return cloneOnto(s.a, s.a, kRo | MOUNT_ATTR_NOEXEC);
     case Op::kMaskFile:
-      return cloneOnto(s.b, s.a, 0);
+      return ::mount(s.b, s.a, nullptr, MS_BIND, nullptr) == 0 ? 0 : errno;
     case Op::kMaskDir:
       return ::mount("tmpfs", s.a, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k") == 0
                  ? 0 : errno;
@@ -292,6 +298,19 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
       return ::chdir("/") == 0 ? 0 : errno;
     case Op::kCallback:
       return callback.fn ? callback.fn(callback.arg) : 0;
+    case Op::kOpenSysctl: {
+      int fd = ::open(s.a, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) return errno;
+      slot_fds[s.slot] = fd;
+      return 0;
+    }
+    case Op::kWriteSlot: {
+      int fd = slot_fds[s.slot];
+      slot_fds[s.slot] = -1;
+      int err = ::write(fd, s.b, 1) == 1 ? 0 : errno;
+      ::close(fd);
+      return err;
+    }
   }
   return EINVAL;
 }

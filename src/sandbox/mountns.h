@@ -32,6 +32,8 @@ enum class Op : uint8_t {
   kAttachWorkspace,  // move_mount(workspace fd -> a)
   kPivot,        // chdir(a); pivot_root(".", "."); detach the old root; chdir("/")
   kCallback,     // run execute()'s callback: where init joins the sandbox's network namespace
+  kOpenSysctl,   // slot <- open(a, O_WRONLY): an existing /proc/sys file, written later (kWriteSlot)
+  kWriteSlot,    // write b into the slot's file, then close it
 };
 
 struct Step {

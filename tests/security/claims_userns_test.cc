@@ -135,6 +135,26 @@ TEST(UsernsNoNewPrivs, RootControlSetuidBinaryElevatesNobodyOnHost) {
   EXPECT_EQ(r.probe().num("uid"), kNobody);
 }
 
+// Beneath the seccomp rule the probes above meet first: the kernel's own ceiling is 0 for every
+// kind a nested user namespace could not already refuse. The network one is written last, after
+// init joins the namespace a helper made beside the mounts (src/sandbox/netns.h); a plan that
+// forgot it would still pass the probes above on seccomp alone.
+TEST(UsernsNestedCeiling, EveryNamespaceKindHasAKernelCeilingOfZero) {
+  std::string script;
+  for (const char* ns : {"user", "pid", "net", "ipc", "uts", "time"})
+    script += std::string("printf '%s=' ") + ns + "; cat /proc/sys/user/max_" + ns + "_namespaces; ";
+  RunResult r = runCorral({}, {"/bin/sh", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "user=0\npid=0\nnet=0\nipc=0\nuts=0\ntime=0\n")
+      << claim("userns.no-nested-userns", "a namespace kind without its kernel ceiling") << r.describe();
+}
+
+TEST(UsernsNestedCeiling, ControlTheHostCeilingsAreNotZero) {
+  std::string out = readHostFile("/proc/sys/user/max_net_namespaces");
+  ASSERT_FALSE(out.empty());
+  EXPECT_NE(out, "0\n") << "the host itself allows no network namespaces: the check above proves nothing here";
+}
+
 // Every namespace kind, by unshare(2) and by clone(2).
 using NsCase = std::tuple<std::string, std::string>;
 class UsernsNoNestedUserns : public ::testing::TestWithParam<NsCase> {};
