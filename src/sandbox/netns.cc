@@ -64,7 +64,7 @@ CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
 
 int startMaker(Maker* maker) {
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return errno;
+  if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return errno;
   constexpr size_t kStackBytes = size_t{64} * 1024;
   void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) {
@@ -92,16 +92,16 @@ int startMaker(Maker* maker) {
 }
 
 int joinMaker(Maker* maker) {
-  Ready r{0, -1};
-  ssize_t n;
-  while ((n = ::read(maker->ready, &r, sizeof r)) < 0 && errno == EINTR) {
-  }
+  // Reap first, then read without blocking: the pipe's write end is also in init's table (it
+  // is shared), so a helper killed before it wrote would leave a blocking read waiting forever.
   int status = 0;
   while (::waitpid(maker->pid, &status, 0) < 0 && errno == EINTR) {
   }
+  Ready r{0, -1};
+  const ssize_t n = ::read(maker->ready, &r, sizeof r);
   int err = 0;
   if (n != static_cast<ssize_t>(sizeof r)) {
-    err = n < 0 ? errno : ECHILD;  // the helper died before reporting
+    err = n < 0 && errno != EAGAIN ? errno : ECHILD;  // the helper died before reporting
   } else if (r.err != 0) {
     err = r.err;
   } else {
