@@ -243,7 +243,14 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
 
   // A root caller's supplementary groups (gid 0 among them) would follow the clone and
   // grant group access on host files; drop them here, where root still may.
-  if (::getuid() == 0 && ::setgroups(0, nullptr) != 0) return sysError("setgroups");
+  // uid 0 of a user namespace that denies setgroups (`unshare -r`) can neither do this nor
+  // map the sandbox to an unprivileged uid it does not have: say so and what works instead.
+  if (::getuid() == 0 && ::setgroups(0, nullptr) != 0) {
+    if (errno == EPERM && userns::setgroupsDenied())
+      return Error(EPERM, "setgroups: corral is uid 0 of a user namespace that denies it (as under "
+                          "`unshare --map-root-user`); run corral as another uid there");
+    return sysError("setgroups");
+  }
   // --timing: the init stamps each mount step into a page shared across the clone.
   uint64_t* stamps = nullptr;
   const size_t stamp_bytes = (mounts.steps.size() + child::kMilestones + 1) * sizeof(uint64_t);

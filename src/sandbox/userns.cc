@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
 
 #include "base/unique_fd.h"
 
@@ -21,6 +22,12 @@ Result<void> writeProcFile(int dir, const char* name, const std::string& content
 }
 
 }  // namespace
+
+bool setgroupsDenied() {
+  UniqueFd fd(::open("/proc/self/setgroups", O_RDONLY | O_CLOEXEC));
+  char buf[8] = {};
+  return fd.valid() && ::read(fd.get(), buf, sizeof(buf) - 1) >= 4 && std::string_view(buf).substr(0, 4) == "deny";
+}
 
 IdMapPlan planIdMap(uid_t caller_uid, gid_t caller_gid) {
   if (caller_uid == 0) return {kRootModeHostUid, kRootModeHostUid};

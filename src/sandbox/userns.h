@@ -24,6 +24,10 @@ struct IdMapPlan {
 // The caller's uid/gid when unprivileged; kRootModeHostUid when the caller is root.
 IdMapPlan planIdMap(uid_t caller_uid, gid_t caller_gid);
 
+// True when this process's own user namespace refuses setgroups(2) (/proc/self/setgroups is
+// "deny"): `unshare --map-root-user` and some container runtimes set that.
+bool setgroupsDenied();
+
 // Parent side, after clone and before the child runs on: writes setgroups=deny, uid_map
 // and gid_map of the child. Opens /proc/<pid>/... relative to a pre-opened /proc/<pid> fd.
 Result<void> writeIdMaps(int proc_pid_dir, const IdMapPlan& plan);

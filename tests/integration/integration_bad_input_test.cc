@@ -157,6 +157,19 @@ TEST(ExecBadInputHost, ControlTheSameNestingRunsTheCommand) {
   EXPECT_EQ(r.out, "RAN\n");
 }
 
+// uid 0 of a user namespace that denies setgroups (`unshare -r`) can neither drop its groups
+// nor map the sandbox to an unprivileged uid: one line that says so and what to do, 125, and
+// the command never runs. The control above runs the same nesting as uid 1000.
+TEST(ExecBadInputHost, AsUid0OfANamespaceDenyingSetgroupsTheRefusalSaysWhatToDo) {
+  RunResult r = run({"/usr/bin/unshare", "--user", "--map-root-user", corralBin(), "exec", "--", "/bin/echo", "RAN"});
+  if (r.err.find("unshare failed") != std::string::npos) GTEST_SKIP() << "cannot create a user namespace here";
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.out.find("RAN"), std::string::npos);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find("denies it (as under `unshare --map-root-user`); run corral as another uid there"),
+            std::string::npos) << r.err;
+}
+
 // `corral` is a launcher that runs plain `corral exec` itself and hands every other command to
 // corral-core beside it (src/cli/launcher.cc). Without corral-core it still runs a sandbox, and
 // every command it would hand over is refused on one line naming what is missing: never a
