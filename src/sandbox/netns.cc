@@ -50,13 +50,8 @@ struct Ready {
 CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
   const int ready = *static_cast<int*>(arg);
   Ready r{0, -1};
-  if (::unshare(CLONE_NEWNET) != 0) {
-    r.err = errno;
-  } else if ((r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
-    r.err = errno;
-  } else {
-    r.err = bringUpLoopback(r.sock);
-  }
+  if (::unshare(CLONE_NEWNET) == 0) r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  r.err = r.sock < 0 ? errno : bringUpLoopback(r.sock);
   ::_exit(::write(ready, &r, sizeof r) == static_cast<ssize_t>(sizeof r) ? 0 : 1);
 }
 
