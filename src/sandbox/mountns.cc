@@ -43,7 +43,7 @@ class Builder {
   const char* str(std::string s) { return plan_.strings.emplace_back(std::move(s)).c_str(); }
   const char* in(std::string_view rel) { return str(plan_.root + "/" + std::string(rel)); }
   void add(Step s) { plan_.steps.push_back(s); }
-  int slot() { return plan_.slots++; }
+  int newSlot() { return plan_.slots++; }
   int clone(const std::string& host, uint64_t attrs, const char* what) {
     int slot = plan_.slots++;
     add({Op::kCloneTree, str(host), nullptr, attrs, slot, false, what});
@@ -170,7 +170,7 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   for (const char* ns : {"user", "pid", "ipc", "uts", "time"})
     b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
            "cap nested namespaces"});
-  const int net_cap = b.slot();
+  const int net_cap = b.newSlot();
   b.add({Op::kOpenSysctl, b.in("proc/sys/user/max_net_namespaces"), nullptr, 0, net_cap, false,
          "cap nested namespaces"});
   for (const char* r : kProcReadOnly)

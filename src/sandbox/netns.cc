@@ -52,7 +52,9 @@ CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
   Ready r{0, -1};
   if (::unshare(CLONE_NEWNET) == 0) r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   r.err = r.sock < 0 ? errno : bringUpLoopback(r.sock);
-  ::_exit(::write(ready, &r, sizeof r) == static_cast<ssize_t>(sizeof r) ? 0 : 1);
+  const int code = ::write(ready, &r, sizeof r) == static_cast<ssize_t>(sizeof r) ? 0 : 1;
+  ::_exit(code);
+  return code;  // not reached; clone() wants an int-returning entry
 }
 
 }  // namespace
