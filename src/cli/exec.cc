@@ -92,9 +92,9 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     std::fputs(execUsage().c_str(), stdout);
     return 0;
   }
-  // Before the report file is opened: the binary taking over does everything itself.
-  if (inv.net_proxy && !env.start_egress) return env.hand_off();
   sandbox::RunReport failed;
+  // Before the report file is opened: the binary taking over does everything itself.
+  if (inv.net_proxy && !env.start_egress) failed.error = env.hand_off().message();
   UniqueFd report_fd;
   if (inv.report_file) {
     auto opened = openReportFile(*inv.report_file);
@@ -104,6 +104,7 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     }
     report_fd = std::move(*opened);
   }
+  if (!failed.error.empty()) return finish(inv, report_fd, failed);
   if (auto ok = checkHostPaths(inv.spec); !ok) {
     failed.error = ok.error().message();
     return finish(inv, report_fd, failed);

@@ -31,8 +31,9 @@ struct ExecEnvironment {
   // Starts the run's proxy and points inv.spec at it (corral-core only).
   std::function<Result<std::unique_ptr<ExecEgress>>(ExecInvocation&)> start_egress;
   // Without start_egress: hands a `--net proxy` run, unchanged, to a binary that has it.
-  // Called before anything else happens; returns only on failure, with an exit status.
-  std::function<int()> hand_off;
+  // Called before anything else happens; returns only on failure, with what failed (the
+  // run is then refused like any other: one line, 125, and the report if one was asked for).
+  std::function<Error()> hand_off;
 };
 
 int execMain(const std::vector<std::string>& args, const ExecEnvironment& env);

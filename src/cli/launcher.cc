@@ -8,10 +8,8 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -27,20 +25,23 @@ constexpr int kExitCorral = 125;
 
 // corral-core is installed beside this binary. It is found through /proc/self/exe, never
 // through PATH or the environment: the binary that takes over is the one shipped with this
-// one, and argv and the environment pass to it unchanged.
-int handOff(char** argv) {
+// one, and argv and the environment pass to it unchanged. Returns only on failure.
+Error handOff(char** argv) {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) {
-    std::fprintf(stderr, "corral: cannot find corral-core: readlink /proc/self/exe: %s\n", std::strerror(errno));
-    return kExitCorral;
-  }
+  if (n <= 0) return sysError("cannot find corral-core: readlink /proc/self/exe");
   std::string core(self, static_cast<size_t>(n));
+  // Started from a memfd or another anonymous file there is no directory to look beside.
+  if (core.front() != '/' || core.rfind("/memfd:", 0) == 0)
+    return Error(Errc::kUnsupported, "cannot find corral-core: this corral was not started from a file (" + core + ")");
   core.resize(core.rfind('/') + 1);
   core += "corral-core";
   ::execv(core.c_str(), argv);
-  const int err = errno;
-  std::fprintf(stderr, "corral: cannot start %s: %s\n", oneLine(core).c_str(), std::strerror(err));
+  return sysError("cannot start " + core);
+}
+
+int handOffOrFail(char** argv) {
+  std::fprintf(stderr, "corral: %s\n", oneLine(handOff(argv).message()).c_str());
   return kExitCorral;
 }
 
@@ -49,7 +50,7 @@ int handOff(char** argv) {
 int launcherMain(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
   if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
-  if (std::string(argv[1]) != "exec") return handOff(argv);
+  if (std::string(argv[1]) != "exec") return handOffOrFail(argv);
   std::vector<std::string> rest(argv + 2, argv + argc);
   return execMain(rest, {.start_egress = {}, .hand_off = [argv] { return handOff(argv); }});
 }

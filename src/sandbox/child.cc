@@ -228,6 +228,9 @@ void runInit(const Context& ctx) {
   const mountns::Callback join{[](void* maker) { return netns::joinMaker(static_cast<netns::Maker*>(maker)); }, &net};
   if (int e = mountns::execute(*ctx.mounts, ws, ctx.slot_fds, &failed, ctx.stamps, join))
     fail(sync::Type::kSetupFailed, static_cast<int32_t>(failed), e, 125);
+  // Fail closed should a plan ever lack its join step: the command must not start in the
+  // caller's network namespace (joinMaker resets the maker).
+  if (net.pid != -1) fail(sync::Type::kSetupFailed, sync::kStepNetns, EINVAL, 125);
   ::close(ws);
   stamp(ctx, kMsMounts);
   if (::sethostname("corral", 6) != 0) fail(sync::Type::kSetupFailed, sync::kStepHostname, errno, 125);

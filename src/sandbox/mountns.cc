@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,6 +114,12 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   for (const RoBind& rb : spec.ro_binds) {
     struct stat st;
     if (::stat(rb.host.c_str(), &st) != 0) return sysError("--ro-bind " + rb.host);
+    // A namespace handle (/proc/PID/ns/*) is no file a command needs, and init opens the
+    // source while it is still in the caller's network namespace: refuse it outright.
+    struct statfs fs;
+    if (::statfs(rb.host.c_str(), &fs) != 0) return sysError("--ro-bind " + rb.host);
+    if (fs.f_type == NSFS_MAGIC)
+      return Error(Errc::kInvalidArgument, "--ro-bind " + rb.host + ": a namespace handle cannot be bound in");
     extra.push_back({rb.sandbox.substr(1), S_ISDIR(st.st_mode), b.clone(rb.host, kRo, "clone --ro-bind source")});
   }
 
@@ -297,7 +305,7 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
       if (::umount2(".", MNT_DETACH) != 0) return errno;
       return ::chdir("/") == 0 ? 0 : errno;
     case Op::kCallback:
-      return callback.fn ? callback.fn(callback.arg) : 0;
+      return callback.fn ? callback.fn(callback.arg) : EINVAL;  // a plan step nobody runs is a failure
     case Op::kOpenSysctl: {
       int fd = ::open(s.a, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0) return errno;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end: every `corral exec` option refuses bad input with 125, one line, and no side effects.
+#include <unistd.h>
+
 #include "harness.h"
 
 namespace corral::testing {
@@ -61,6 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ro_bind_dotdot", {"--ro-bind", "/usr/share:/opt/../etc"}},
         BadCase{"ro_bind_root", {"--ro-bind", "/usr/share:/"}},
         BadCase{"ro_bind_relative_target", {"--ro-bind", "/usr/share:opt/x"}},
+        BadCase{"ro_bind_namespace_handle", {"--ro-bind", "/proc/self/ns/net:/opt/x"}},
         BadCase{"allow_weaker_bogus", {"--allow-weaker", "everything"}}, BadCase{"report_no_value", {"--report"}},
         BadCase{"report_missing_dir", {"--report", "@MISSING/report.json"}}, BadCase{"json_with_value", {"--json=yes"}},
         BadCase{"output_twice", {"--workspace", "@WS", "--output", "a", "--output", "a"}},
@@ -157,6 +160,23 @@ TEST(ExecBadInputHost, ControlTheSameNestingRunsTheCommand) {
   EXPECT_EQ(r.out, "RAN\n");
 }
 
+// The helper that makes the network namespace dies before it reports (strace kills it at its
+// unshare(2); in life: the OOM killer, a crash, a same-uid process). Init must fail the launch
+// at once with one line and 125, never run the command, and never hang: the helper shares
+// init's fd table, so the report pipe's write end stays open and cannot signal its death.
+TEST(ExecBadInputHost, ANetworkHelperKilledBeforeItReportsFailsTheLaunch) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "no strace (scripts/bootstrap.sh installs it)";
+  RunOptions o;
+  o.deadline = std::chrono::milliseconds(20'000);
+  RunResult r = run({"/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=unshare", "-e",
+                     "inject=unshare:signal=SIGKILL:when=1", corralBin(), "exec", "--", "/bin/echo", "RAN"}, o);
+  if (r.err.find("PTRACE") != std::string::npos) GTEST_SKIP() << "ptrace is not allowed here: " << r.err;
+  EXPECT_FALSE(r.deadline_hit) << "corral hung after its network helper died";
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.out.find("RAN"), std::string::npos);
+  EXPECT_EQ(r.err, "corral: sandbox setup: join the network namespace: No child processes\n");
+}
+
 // uid 0 of a user namespace that denies setgroups (`unshare -r`) can neither drop its groups
 // nor map the sandbox to an unprivileged uid: one line that says so and what to do, 125, and
 // the command never runs. The control above runs the same nesting as uid 1000.
@@ -196,6 +216,27 @@ TEST(LauncherHandsOff, WithoutCorralCoreEveryOtherCommandIsRefusedOnOneLine) {
     EXPECT_EQ(r.err, "corral: cannot start " + bin.path() + "/corral-core: No such file or directory\n") << args[0];
     EXPECT_TRUE(cwd.entries().empty()) << args[0];
   }
+  // A --net proxy run that cannot be handed over is refused like any other: its report says why.
+  TempDir reports("launcher-report");
+  RunResult r = run({launcher, "exec", "--net", "proxy", "--report", reports / "r.json", "--", "/bin/true"}, o);
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  const std::string report = reports.read("r.json");
+  EXPECT_NE(report.find("\"exit_code\":125"), std::string::npos) << report;
+  EXPECT_NE(report.find("corral-core: No such file or directory"), std::string::npos) << report;
+}
+
+// Started from a memfd (fexecve), /proc/self/exe names no directory: the launcher must not
+// go looking for "/corral-core" at the root of the file system.
+TEST(LauncherHandsOff, StartedFromAnAnonymousFileItLooksNowhereElse) {
+  const std::string py =
+      "import os,sys\n"
+      "fd=os.memfd_create('corral',0)\n"
+      "os.write(fd,open(sys.argv[1],'rb').read())\n"
+      "os.execve(fd,['corral','doctor'],{})\n";
+  RunResult r = run({"/usr/bin/python3", "-c", py, corralBin()});
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.err.rfind("corral: cannot find corral-core: this corral was not started from a file (/memfd:", 0), 0u)
+      << r.err;
 }
 
 // Control: with corral-core beside it, the same launcher hands over and the command runs.
