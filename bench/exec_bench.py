@@ -1217,7 +1217,7 @@ def where_ms(ctx, main_r, bd_c, bd_r, cg_ops, timing, timing_cg, traces,
               "| phase | median ms |", "|---|---:|"]
         L += [f"| {k} | {fmt(v, 3)} |" for k, v in t["phases"].items()]
         L.append(f"| *sum of phases (median of per-run sums)* | {fmt(t['sum_median'], 3)} |")
-        L.append(f"| *outside the phases: exec of corral, dynamic loading, CLI parsing, report, "
+        L.append(f"| *outside the phases: exec of corral, CLI parsing, report, "
                  f"exit (median wall {fmt(t['wall_median'])} of the same runs minus the sum)* | "
                  f"{fmt(t['wall_median'] - t['sum_median'], 3)} |")
         if t.get("child"):
