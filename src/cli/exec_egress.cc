@@ -4,7 +4,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
+#include "audit/sha256.h"
 #include "cli/exec.h"
 #include "cli/exec_options.h"
 #include "net/lease_table.h"
@@ -16,13 +18,7 @@ namespace {
 std::string runTag() {
   uint8_t bytes[8];
   if (!net::systemRandom(bytes)) return "exec-" + std::to_string(::getpid());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string tag = "exec-";
-  for (uint8_t b : bytes) {
-    tag += kHex[b >> 4];
-    tag += kHex[b & 15];
-  }
-  return tag;
+  return "exec-" + audit::toHex(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
 }
 
 // Events arrive on the proxy thread.

@@ -243,6 +243,13 @@ int cloneOnto(const char* source, const char* target, uint64_t attrs) {
   return err;
 }
 
+// Writes a one-character sysctl value ("0") into an open /proc/sys file and closes it.
+int writeSysctl(int fd, const char* value) {
+  int err = ::write(fd, value, 1) == 1 ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
 int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
   switch (s.op) {
     case Op::kMakePrivate:
@@ -281,10 +288,7 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
       return ::mount("proc", s.a, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0 ? 0 : errno;
     case Op::kSysctl: {
       int fd = ::open(s.a, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0) return errno;
-      int err = ::write(fd, s.b, 1) == 1 ? 0 : errno;
-      ::close(fd);
-      return err;
+      return fd < 0 ? errno : writeSysctl(fd, s.b);
     }
     case Op::kBindSelfRo:
       return cloneOnto(s.a, s.a, kRo | MOUNT_ATTR_NOEXEC);
@@ -315,9 +319,7 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
     case Op::kWriteSlot: {
       int fd = slot_fds[s.slot];
       slot_fds[s.slot] = -1;
-      int err = ::write(fd, s.b, 1) == 1 ? 0 : errno;
-      ::close(fd);
-      return err;
+      return writeSysctl(fd, s.b);
     }
   }
   return EINVAL;
