@@ -2,6 +2,7 @@
 // End-to-end: exit-status and signal propagation, and the --json / --report report.
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -122,6 +123,39 @@ TEST(ExecReport, WithoutJsonStderrHoldsOnlyTheCommandsOutput) {
   RunResult r = run(corralArgv({}, {"sh", "-c", "echo err >&2"}, false));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.err, "err\n") << r.describe();
+}
+
+
+// Init closes its end of the sync socket early in its exit, while the namespaces it leaves
+// are still being torn down; only then does its pidfd turn readable. corral must sleep
+// through that window, not poll an EOF socket in a loop on a CPU the teardown needs (it once
+// did: 1-3 ms more per launch, now and then). 500 read-only binds make the teardown long, and
+// strace counts corral's own poll(2) calls (not its children's): a sleeping supervisor needs
+// a handful (the exit report, the pidfd), a spinning one made 9-27 in this setup.
+TEST(ExecSupervision, CorralSleepsWhileItsInitTearsDown) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "no strace (scripts/bootstrap.sh installs it)";
+  TempDir dir("teardown");
+  std::vector<std::string> opts;
+  for (int i = 0; i < 500; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    dir.write(name, "x");
+    opts.insert(opts.end(), {"--ro-bind", dir / name + ":/opt/" + name});
+  }
+  RunOptions o;
+  o.env_extra = {"ASAN_OPTIONS=detect_leaks=0"};  // LeakSanitizer cannot run under ptrace
+  for (int round = 0; round < 3; ++round) {
+    const std::string trace = dir / "poll.trace";
+    std::vector<std::string> argv = {"/usr/bin/strace", "-qq", "-e", "trace=poll", "-o", trace};
+    for (const std::string& a : corralArgv(opts, {"true"}, false)) argv.push_back(a);
+    RunResult r = run(argv, o);
+    if (r.err.find("PTRACE") != std::string::npos) GTEST_SKIP() << "ptrace is not allowed here: " << r.err;
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const std::string text = dir.read("poll.trace");
+    size_t polls = 0;
+    for (size_t at = text.find("poll("); at != std::string::npos; at = text.find("poll(", at + 1)) ++polls;
+    EXPECT_GE(polls, 1u) << "strace saw no poll at all: the test measures nothing";
+    EXPECT_LE(polls, 6u) << "corral polled " << polls << " times while its init exited:\n" << text;
+  }
 }
 
 }  // namespace
