@@ -196,6 +196,12 @@ void runInit(const Context& ctx) {
   netns::Maker net;
   if (int e = netns::startMaker(&net)) fail(sync::Type::kSetupFailed, sync::kStepNetns, e, 125);
 
+  // While the parent writes the id maps: the plan's first steps need no mapped uid (mountns.h).
+  size_t failed = 0;
+  const size_t before_maps = ctx.mounts->before_maps;
+  if (int e = mountns::execute(*ctx.mounts, 0, before_maps, -1, ctx.slot_fds, &failed, ctx.stamps, {}))
+    fail(sync::Type::kSetupFailed, static_cast<int32_t>(failed), e, 125);
+
   sync::Message m{};
   if (sync::recv(kSock, &m) != 0 || m.type != sync::Type::kMapsReady) ::_exit(125);  // parent gone: EOF
   stamp(ctx, kMsMapsReady);
@@ -224,9 +230,9 @@ void runInit(const Context& ctx) {
     if (int e = sync::send(kSock, {sync::Type::kWorkspaceFd, 0, 0, 0}, ws))
       fail(sync::Type::kSetupFailed, sync::kStepSync, e, 125);
   stamp(ctx, kMsTmpfs);
-  size_t failed = 0;
   const mountns::Callback join{[](void* maker) { return netns::joinMaker(static_cast<netns::Maker*>(maker)); }, &net};
-  if (int e = mountns::execute(*ctx.mounts, ws, ctx.slot_fds, &failed, ctx.stamps, join))
+  if (int e = mountns::execute(*ctx.mounts, before_maps, ctx.mounts->steps.size(), ws, ctx.slot_fds, &failed,
+                               ctx.stamps, join))
     fail(sync::Type::kSetupFailed, static_cast<int32_t>(failed), e, 125);
   // Fail closed should a plan ever lack its join step: the command must not start in the
   // caller's network namespace (joinMaker resets the maker).

@@ -110,6 +110,7 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   for (const char* d : kDevices)
     devs.push_back({std::string("dev/") + d, false,
                     b.clone(std::string("/dev/") + d, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "clone device node")});
+  plan.before_maps = plan.steps.size();
   std::vector<Bound> extra;
   for (const RoBind& rb : spec.ro_binds) {
     struct stat st;
@@ -327,8 +328,9 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
 
 }  // namespace
 
-int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps, Callback callback) {
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
+int execute(const Plan& plan, size_t begin, size_t end, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps,
+            Callback callback) {
+  for (size_t i = begin; i < end && i < plan.steps.size(); ++i) {
     int err = runStep(plan.steps[i], ws_fd, slot_fds, callback);
     if (stamps) {
       timespec ts;

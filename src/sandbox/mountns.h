@@ -51,6 +51,10 @@ struct Plan {
   std::vector<Step> steps;
   int slots = 0;
   std::string root;  // where the new root is assembled before pivot_root
+  // The leading steps init may run before its id maps exist (making "/" private, cloning the
+  // fixed host sources): they create no file, so no owner is needed, and they overlap the
+  // parent's writing of the maps. --ro-bind sources are cloned later, as the sandbox uid.
+  size_t before_maps = 0;
 };
 
 struct HostLayout {
@@ -61,7 +65,7 @@ struct HostLayout {
 // merged-/usr distros, directories otherwise) and the type of each --ro-bind source.
 Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, const std::string& etc_group);
 
-// Child side, async-signal-safe: runs every step. On failure returns the errno and sets
+// Child side, async-signal-safe: runs the steps. On failure returns the errno and sets
 // *failed to the index of the step. ws_fd is the detached workspace mount (or -1).
 // stamps, when not null, receives CLOCK_MONOTONIC ns after each step (for --timing).
 // callback, run at the plan's kCallback step, returns 0 or errno.
@@ -69,7 +73,9 @@ struct Callback {
   int (*fn)(void* arg) = nullptr;
   void* arg = nullptr;
 };
-int execute(const Plan& plan, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps, Callback callback);
+// Runs steps [begin, end): init runs [0, before_maps) and then [before_maps, size).
+int execute(const Plan& plan, size_t begin, size_t end, int ws_fd, int* slot_fds, size_t* failed, uint64_t* stamps,
+            Callback callback);
 
 // Child side: a detached tmpfs (fsopen/fsmount) of `size` bytes, root mode 0755, nosuid,
 // nodev. Returns the mount fd or -errno. size_option is "size=<bytes>" built before clone.
