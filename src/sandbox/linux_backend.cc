@@ -263,8 +263,8 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   SignalForwarder forwarder;
   int pidfd = -1;
   CloneArgs args{};
-  // No CLONE_NEWNET: init makes the network namespace on the other CPU (netns.h says why).
-  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+  // No CLONE_NEWNET or CLONE_NEWIPC: init makes those on the other CPU (netns.h says why).
+  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   if (cg && cg->cloneIntoFd() >= 0) {
@@ -276,7 +276,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   if (pid < 0) {
     int err = errno;
     if (err == EPERM || err == ENOSPC || err == EINVAL)
-      return Error(err, "clone3 (user, mount, pid, net, ipc, uts namespaces): user namespaces unavailable? run `corral doctor`");
+      return Error(err, "clone3 (user, mount, pid, uts namespaces): user namespaces unavailable? run `corral doctor`");
     return sysError("clone3", err);
   }
   if (pid == 0) {

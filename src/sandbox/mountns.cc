@@ -173,15 +173,18 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   // ceiling (ENOSPC) under the seccomp rule that already refuses them. Every other kind
   // needs CAP_SYS_ADMIN, which only a nested user namespace could grant. Not mnt: the
   // open_tree clones of the read-only binds count as mount namespaces; not cgroup: init
-  // makes its own later. Before /proc/sys is made read-only. The cap on network namespaces
-  // waits for the sandbox's own, which a helper makes beside these mounts (netns.h): its
-  // sysctl is opened now and written through that descriptor after init has joined it, at
-  // the very end, so that all of the mount work overlaps the helper's.
-  for (const char* ns : {"user", "pid", "ipc", "uts", "time"})
+  // makes its own later. Before /proc/sys is made read-only. The caps on network and IPC
+  // namespaces wait for the sandbox's own, which a helper makes beside these mounts
+  // (netns.h): their sysctls are opened now and written through those descriptors after init
+  // has joined them, at the very end, so that all of the mount work overlaps the helper's.
+  for (const char* ns : {"user", "pid", "uts", "time"})
     b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
            "cap nested namespaces"});
   const int net_cap = b.newSlot();
   b.add({Op::kOpenSysctl, b.in("proc/sys/user/max_net_namespaces"), nullptr, 0, net_cap, false,
+         "cap nested namespaces"});
+  const int ipc_cap = b.newSlot();
+  b.add({Op::kOpenSysctl, b.in("proc/sys/user/max_ipc_namespaces"), nullptr, 0, ipc_cap, false,
          "cap nested namespaces"});
   for (const char* r : kProcReadOnly)
     b.add({Op::kBindSelfRo, b.in(std::string("proc/") + r), nullptr, 0, -1, true, "make /proc entry read-only"});
@@ -196,8 +199,9 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
 
   b.add({Op::kSetReadOnly, b.str(plan.root), nullptr, 0, -1, false, "make the new root read-only"});
   b.add({Op::kPivot, b.str(plan.root), nullptr, 0, -1, false, "pivot_root"});
-  b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network namespace"});
+  b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network and IPC namespaces"});
   b.add({Op::kWriteSlot, nullptr, "0", 0, net_cap, false, "cap nested namespaces"});
+  b.add({Op::kWriteSlot, nullptr, "0", 0, ipc_cap, false, "cap nested namespaces"});
   return plan;
 }
 

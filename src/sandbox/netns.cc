@@ -38,8 +38,9 @@ CORRAL_ON_HELPER_STACK int bringUpLoopback(int fd) {
 }
 
 struct Ready {
-  int err;   // 0, or making the namespace or bringing up loopback failed with this
-  int sock;  // a socket in the new namespace, in the fd table the helper shares with init
+  int err;   // 0, or making the namespaces or bringing up loopback failed with this
+  int sock;  // a socket in the new network namespace, in the fd table the helper shares with init
+  int ipc;   // the new IPC namespace's handle (/proc/thread-self/ns/ipc), in the same table
 };
 
 // The helper shares init's fd table (CLONE_FILES) and nothing else: a copy-on-write clone, not
@@ -49,9 +50,15 @@ struct Ready {
 // mount work changes under it, and no ptrace-mode access check on a non-dumpable process.
 CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
   const int ready = *static_cast<int*>(arg);
-  Ready r{0, -1};
-  if (::unshare(CLONE_NEWNET) == 0) r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  r.err = r.sock < 0 ? errno : bringUpLoopback(r.sock);
+  Ready r{0, -1, -1};
+  if (::unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0) {
+    r.err = errno;
+  } else if ((r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0 ||
+             (r.ipc = ::open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0) {
+    r.err = errno;
+  } else {
+    r.err = bringUpLoopback(r.sock);
+  }
   const int code = ::write(ready, &r, sizeof r) == static_cast<ssize_t>(sizeof r) ? 0 : 1;
   ::_exit(code);
   return code;  // not reached; clone() wants an int-returning entry
@@ -84,8 +91,8 @@ int startMaker(Maker* maker) {
     ::close(pipe_fds[1]);
     return e;
   }
-  // Not CLONE_NEWNET: clone would build the namespace on init's CPU; unshare() in the helper
-  // builds it on the other one.
+  // Not CLONE_NEWNET | CLONE_NEWIPC: clone would build the namespaces on init's CPU; unshare()
+  // in the helper builds them on the other one.
   const int pid = ::clone(makerEntry, static_cast<char*>(stack) + kStackBytes, CLONE_FILES | SIGCHLD, &pipe_fds[1]);
   const int err = pid < 0 ? errno : 0;
   ::munmap(stack, kStackBytes);  // ours; the helper runs on its own copy
@@ -109,7 +116,7 @@ int joinMaker(Maker* maker) {
   int status = 0;
   while (::waitpid(maker->pid, &status, 0) < 0 && errno == EINTR) {
   }
-  Ready r{0, -1};
+  Ready r{0, -1, -1};
   const ssize_t n = ::read(maker->ready, &r, sizeof r);
   int err = 0;
   if (n != static_cast<ssize_t>(sizeof r)) {
@@ -118,10 +125,11 @@ int joinMaker(Maker* maker) {
     err = r.err;
   } else {
     const int ns = ::ioctl(r.sock, SIOCGSKNS);
-    if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) err = errno;
+    if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0 || ::setns(r.ipc, CLONE_NEWIPC) != 0) err = errno;
     if (ns >= 0) ::close(ns);
   }
   if (r.sock >= 0) ::close(r.sock);
+  if (r.ipc >= 0) ::close(r.ipc);
   ::close(maker->ready);
   ::close(maker->ready_write);
   *maker = Maker{};

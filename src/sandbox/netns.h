@@ -4,12 +4,13 @@
 
 namespace corral::sandbox::netns {
 
-// Init side: a fresh network namespace made on the other CPU while init builds the mounts.
-// Creating one costs about 1 ms (every pernet subsystem initialises), the largest kernel cost
-// of a launch and as much as all the mounts, so init clones a helper into a new network
-// namespace (owned by the sandbox's user namespace, like one clone3 would make) that brings
-// "lo" up and then waits; init joins it with setns() before anything untrusted runs. Until
-// then init itself is still in the caller's network namespace: it runs only corral's code.
+// Init side: fresh network and IPC namespaces made on the other CPU while init builds the
+// mounts. A network namespace costs about 1 ms (every pernet subsystem initialises), the
+// largest kernel cost of a launch and as much as all the mounts; an IPC namespace about 0.1
+// ms (its sysctls and its internal mqueue mount). So init clones a helper that unshares both
+// (owned by the sandbox's user namespace, like one clone3 would make them), brings "lo" up and
+// exits; init joins both with setns() before anything untrusted runs. Until then init itself
+// is still in the caller's network and IPC namespaces: it runs only corral's code.
 struct Maker {
   int pid = -1;
   int ready = -1;        // the helper reports here once "lo" is up
@@ -17,7 +18,7 @@ struct Maker {
 };
 // Starts the helper. Returns 0 or errno. Needs CAP_SYS_ADMIN in the caller's user namespace.
 int startMaker(Maker* maker);
-// Waits for and reaps the helper, then moves the caller into its namespace. Returns 0 or
+// Waits for and reaps the helper, then moves the caller into its namespaces. Returns 0 or
 // errno. Async-signal-safe.
 int joinMaker(Maker* maker);
 

@@ -161,9 +161,10 @@ TEST(NetLoopbackOnly, ControlASocketOnStdioReachesTheHostWithoutCorral) {
 // max_net_namespaces is 0, nested so that corral runs unprivileged inside it) gets one line
 // naming the facility and 125, and the command never runs. The network namespace is made by a
 // helper beside the mounts (src/sandbox/netns.h): its failure must still stop the launch.
-RunResult runUnderNetnsCap(const std::string& cap) {
+RunResult runUnderNetnsCap(const std::string& cap, const char* kind = "net") {
   const std::string inner = "unshare -U --map-user=1000 --map-group=1000 \"$0\" exec -- /bin/echo RAN";
-  const std::string cmd = cap.empty() ? inner : "echo " + cap + " > /proc/sys/user/max_net_namespaces && " + inner;
+  const std::string cmd =
+      cap.empty() ? inner : "echo " + cap + " > /proc/sys/user/max_" + kind + "_namespaces && " + inner;
   return run({"/usr/bin/unshare", "--user", "--map-root-user", "/bin/sh", "-c", cmd, corralBin()});
 }
 
@@ -172,7 +173,7 @@ TEST(NetLoopbackOnly, WithoutNetworkNamespacesTheCommandNeverRuns) {
   if (r.err.find("unshare failed") != std::string::npos) GTEST_SKIP() << "cannot nest user namespaces here";
   EXPECT_EQ(r.exit_code, 125) << r.describe();
   EXPECT_EQ(r.out.find("RAN"), std::string::npos) << "the command ran without its network namespace";
-  EXPECT_EQ(r.err, "corral: sandbox setup: join the network namespace: No space left on device\n");
+  EXPECT_EQ(r.err, "corral: sandbox setup: join the network and IPC namespaces: No space left on device\n");
 }
 
 TEST(NetLoopbackOnly, ControlTheSameNestingRunsTheCommand) {
@@ -199,7 +200,7 @@ TEST(NetLoopbackOnly, ANetworkHelperKilledBeforeItReportsFailsTheLaunch) {
   EXPECT_FALSE(r.deadline_hit) << "corral hung after its network helper died";
   EXPECT_EQ(r.exit_code, 125) << r.describe();
   EXPECT_EQ(r.out.find("RAN"), std::string::npos);
-  EXPECT_EQ(r.err, "corral: sandbox setup: join the network namespace: No child processes\n");
+  EXPECT_EQ(r.err, "corral: sandbox setup: join the network and IPC namespaces: No child processes\n");
 }
 
 TEST(NetLoopbackOnly, ControlLoopbackInsideWorks) {
@@ -288,6 +289,17 @@ TEST(NsIpcUtsCgroup, HostSysvMessageQueueIsInvisible) {
   msgctl(id, IPC_RMID, nullptr);
   EXPECT_TRUE(probeDid(host)) << "control: the host must see its own queue";
   EXPECT_TRUE(probeRefused(inside)) << claim("ns.ipc-uts-cgroup", "host SysV queue visible inside");
+}
+
+// The IPC namespace is made by the same helper as the network one (src/sandbox/netns.h): a
+// host that cannot give the sandbox its own gets one line and 125, and the command never runs
+// in the caller's. The control is NetLoopbackOnly.ControlTheSameNestingRunsTheCommand.
+TEST(NsIpcUtsCgroup, WithoutIpcNamespacesTheCommandNeverRuns) {
+  RunResult r = runUnderNetnsCap("0", "ipc");
+  if (r.err.find("unshare failed") != std::string::npos) GTEST_SKIP() << "cannot nest user namespaces here";
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.out.find("RAN"), std::string::npos) << claim("ns.ipc-uts-cgroup", "the command ran without its IPC namespace");
+  EXPECT_EQ(r.err, "corral: sandbox setup: join the network and IPC namespaces: No space left on device\n");
 }
 
 TEST(NsIpcUtsCgroup, CgroupPathsAreRootedInside) {
