@@ -51,10 +51,14 @@ void printMilestones(const uint64_t* m, uint64_t clone_ns, uint64_t reaped_ns) {
 void printStepTimes(const mountns::Plan& plan, const uint64_t* stamps) {
   std::string line = "corral: timing mount steps (us):";
   for (size_t i = 1; i < plan.steps.size(); ++i) {
-    if (!stamps[i] || !stamps[i - 1]) continue;
+    // The first step after the id maps starts when the workspace tmpfs is made (milestone),
+    // not when the step before it ended: init waited for the maps in between.
+    const uint64_t start =
+        i == plan.before_maps ? stamps[plan.steps.size() + child::kMsTmpfs] : stamps[i - 1];
+    if (!stamps[i] || !start) continue;
     char buf[128];
     std::snprintf(buf, sizeof(buf), " [%zu %s]=%llu", i, plan.steps[i].what,
-                  static_cast<unsigned long long>((stamps[i] - stamps[i - 1]) / 1000));
+                  static_cast<unsigned long long>((stamps[i] - start) / 1000));
     line += buf;
   }
   line += "\n";
