@@ -68,14 +68,16 @@ CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
 // parent's CPU even when another one is idle (it counts the parent's recent load there), and
 // the task then waits for init to block, or for a balancing tick, before it runs: the namespace
 // got built after the mounts instead of beside them, 1 ms later (seen in `perf sched` here).
-// Best effort: one allowed CPU, or a failed call, leaves the placement to the scheduler.
-void keepOffInitsCpu(pid_t helper) {
-  cpu_set_t allowed;
-  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+// Best effort: one allowed CPU, or a failed call, leaves the placement to the scheduler. The
+// restriction lasts only while init works beside the helper: once init waits for it
+// (joinMaker), any allowed CPU will do, so a hogged other CPU can delay a launch, never stall it.
+void keepOffInitsCpu(Maker* maker) {
+  if (::sched_getaffinity(0, sizeof maker->allowed, &maker->allowed) != 0) return;
   const int mine = ::sched_getcpu();
-  if (mine < 0 || mine >= CPU_SETSIZE || CPU_COUNT(&allowed) < 2 || !CPU_ISSET(mine, &allowed)) return;
-  CPU_CLR(mine, &allowed);
-  (void)::sched_setaffinity(helper, sizeof allowed, &allowed);
+  if (mine < 0 || mine >= CPU_SETSIZE || CPU_COUNT(&maker->allowed) < 2 || !CPU_ISSET(mine, &maker->allowed)) return;
+  cpu_set_t others = maker->allowed;
+  CPU_CLR(mine, &others);
+  maker->pinned = ::sched_setaffinity(maker->pid, sizeof others, &others) == 0;
 }
 
 }  // namespace
@@ -103,16 +105,17 @@ int startMaker(Maker* maker) {
     ::close(pipe_fds[1]);
     return err;
   }
-  keepOffInitsCpu(pid);
   maker->pid = pid;
   maker->ready = pipe_fds[0];
   maker->ready_write = pipe_fds[1];
+  keepOffInitsCpu(maker);
   return 0;
 }
 
 int joinMaker(Maker* maker) {
   // Reap first, then read without blocking: the pipe's write end is also in init's table (it
   // is shared), so a helper killed before it wrote would leave a blocking read waiting forever.
+  if (maker->pinned) (void)::sched_setaffinity(maker->pid, sizeof maker->allowed, &maker->allowed);  // ESRCH: gone
   int status = 0;
   while (::waitpid(maker->pid, &status, 0) < 0 && errno == EINTR) {
   }
