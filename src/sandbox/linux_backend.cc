@@ -304,11 +304,22 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   } reaper{static_cast<pid_t>(pid), child_pidfd.get()};
 
   {
+    // Init runs the plan's first steps while the maps are written (mountns.h, before_maps): if
+    // one failed, init reported why and exited, and that report, not the broken pipe or the
+    // vanished /proc entry it leaves here, is the error to show.
+    auto initsReport = [&](Error fallback) -> Error {
+      sync::Message m{};
+      if (::recv(sock.get(), &m, sizeof m, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof m) &&
+          m.type == sync::Type::kSetupFailed)
+        return setupError(m, mounts, spec);
+      return fallback;
+    };
     UniqueFd proc_dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!proc_dir.valid()) return sysError("open /proc/<child>");
-    RETURN_IF_ERROR(userns::writeIdMaps(proc_dir.get(), userns::planIdMap(::getuid(), ::getgid())));
+    if (!proc_dir.valid()) return initsReport(sysError("open /proc/<child>"));
+    if (auto r = userns::writeIdMaps(proc_dir.get(), userns::planIdMap(::getuid(), ::getgid())); !r.ok())
+      return initsReport(r.error());
+    if (int e = sync::send(sock.get(), {sync::Type::kMapsReady, 0, 0, 0})) return initsReport(sysError("sync: maps ready", e));
   }
-  if (int e = sync::send(sock.get(), {sync::Type::kMapsReady, 0, 0, 0})) return sysError("sync: maps ready", e);
   timing.mark("idmap");
 
   Outcome out;

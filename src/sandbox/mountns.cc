@@ -111,12 +111,18 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
     devs.push_back({std::string("dev/") + d, false,
                     b.clone(std::string("/dev/") + d, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "clone device node")});
   plan.before_maps = plan.steps.size();
+  if (::getuid() == 0) {
+    const size_t cloned = plan.steps.size();
+    for (size_t i = 0; i < cloned; ++i)
+      if (plan.steps[i].op == Op::kCloneTree) b.add({Op::kCheckReach, plan.steps[i].a, nullptr, 0, -1, false, plan.steps[i].what});
+  }
   std::vector<Bound> extra;
   for (const RoBind& rb : spec.ro_binds) {
     struct stat st;
     if (::stat(rb.host.c_str(), &st) != 0) return sysError("--ro-bind " + rb.host);
     // A namespace handle (/proc/PID/ns/*) is no file a command needs, and init opens the
-    // source while it is still in the caller's network namespace: refuse it outright.
+    // source while it is still in the caller's network and IPC namespaces: refuse it outright
+    // (and init checks again what it actually cloned).
     struct statfs fs;
     if (::statfs(rb.host.c_str(), &fs) != 0) return sysError("--ro-bind " + rb.host);
     if (fs.f_type == NSFS_MAGIC)
@@ -264,9 +270,17 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
       int fd = mountapi::openTree(AT_FDCWD, s.a, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
       if (fd < 0) return errno;
       slot_fds[s.slot] = fd;
+      // The parent refused namespace handles by name; a path swapped since (a symlink in it)
+      // is caught here, on what was actually cloned: init is still in the caller's network and
+      // IPC namespaces, so /proc/self/ns/* would name the host's.
+      struct statfs fs;
+      if (::fstatfs(fd, &fs) != 0) return errno;
+      if (fs.f_type == NSFS_MAGIC) return EINVAL;
       if (s.flags && mountapi::setAttr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, s.flags) != 0) return errno;
       return 0;
     }
+    case Op::kCheckReach:
+      return ::faccessat(AT_FDCWD, s.a, F_OK, AT_EACCESS) == 0 ? 0 : errno;
     case Op::kRootTmpfs:
       return ::mount("tmpfs", s.a, "tmpfs", MS_NOSUID | MS_NODEV, s.b) == 0 ? 0 : errno;
     case Op::kMkdir:

@@ -15,7 +15,8 @@ namespace corral::sandbox::mountns {
 
 enum class Op : uint8_t {
   kMakePrivate,  // recursive MS_PRIVATE on "/": nothing propagates back to the host
-  kCloneTree,    // slot <- open_tree(a, CLONE|RECURSIVE), then mount_setattr(flags)
+  kCloneTree,    // slot <- open_tree(a, CLONE|RECURSIVE), then mount_setattr(flags); never a namespace handle
+  kCheckReach,   // a must resolve for the current (sandbox) credentials: faccessat(F_OK, AT_EACCESS)
   kRootTmpfs,    // mount the new root tmpfs on a (a host dir hidden only in this namespace)
   kMkdir,        // mkdir(a, flags as mode)
   kTouch,        // create empty file a: a mount point for a file
@@ -52,8 +53,12 @@ struct Plan {
   int slots = 0;
   std::string root;  // where the new root is assembled before pivot_root
   // The leading steps init may run before its id maps exist (making "/" private, cloning the
-  // fixed host sources): they create no file, so no owner is needed, and they overlap the
-  // parent's writing of the maps. --ro-bind sources are cloned later, as the sandbox uid.
+  // fixed host sources): they create no file, and they overlap the parent's writing of the
+  // maps. But a path walk before the maps is checked against the caller's uid, and a root
+  // caller's is host uid 0, whose owner bits open root-only directories the sandbox uid could
+  // not cross: for a root caller the plan repeats each such walk after the maps (kCheckReach),
+  // so a source the sandbox uid cannot reach still fails the launch. --ro-bind sources are
+  // cloned after the maps, as the sandbox uid.
   size_t before_maps = 0;
 };
 

@@ -45,9 +45,13 @@ struct Ready {
 
 // The helper shares init's fd table (CLONE_FILES) and nothing else: a copy-on-write clone, not
 // CLONE_VM, because it runs beside init and the two must not share errno or a libc lock. It
-// makes system calls only. The socket it leaves in the shared table holds the namespace after
-// it exits, and init reaches the namespace through it (SIOCGSKNS): no /proc path, which init's
-// mount work changes under it, and no ptrace-mode access check on a non-dumpable process.
+// makes system calls only. The socket it leaves in the shared table holds the network
+// namespace after it exits, and init reaches it through that socket (SIOCGSKNS). The IPC
+// namespace has no such handle, so the helper opens its own /proc/thread-self/ns/ipc: before
+// init's pivot_root that is the caller's /proc, after it the sandbox's (pivot_root moves the
+// helper's root too), and either way the helper's own namespace. Whatever else the path could
+// be made to name fails closed: no file (ENOENT), or a namespace that init's setns() refuses
+// (EPERM: init holds CAP_SYS_ADMIN only over namespaces the sandbox's user namespace owns).
 CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
   const int ready = *static_cast<int*>(arg);
   Ready r{0, -1, -1};

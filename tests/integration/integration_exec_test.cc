@@ -158,5 +158,24 @@ TEST(ExecSupervision, CorralSleepsWhileItsInitTearsDown) {
   }
 }
 
+// Init runs the plan's first steps while the parent writes the id maps. When one fails there
+// (strace makes the first open_tree fail) and init exits before the parent is done (strace
+// slows every write(2), so the parent's map writes), the user must read init's reason, not the
+// "Broken pipe" the parent then meets sending "maps ready".
+TEST(ExecSupervision, ASetupFailureWhileTheMapsAreWrittenIsReportedByName) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "no strace (scripts/bootstrap.sh installs it)";
+  RunOptions o;
+  o.env_extra = {"ASAN_OPTIONS=detect_leaks=0"};  // LeakSanitizer cannot run under ptrace
+  std::vector<std::string> argv = {"/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=open_tree,write",
+                                   "-e", "inject=open_tree:error=EACCES:when=1", "-e",
+                                   "inject=write:delay_enter=200000"};
+  for (const std::string& a : corralArgv({}, {"/bin/echo", "RAN"}, false)) argv.push_back(a);
+  RunResult r = run(argv, o);
+  if (r.err.find("PTRACE") != std::string::npos) GTEST_SKIP() << "ptrace is not allowed here: " << r.err;
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.out.find("RAN"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err, "corral: sandbox setup: clone /usr (/usr): Permission denied\n") << r.describe();
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -47,6 +47,38 @@ TEST(UsernsUnprivilegedUid, CommandRunsAsUid1000AndNeverAsHostRoot) {
   }
 }
 
+// As root, init clones the fixed host sources (/usr, /etc/ssl/certs, ...) before its id maps
+// exist, while it is still host uid 0, whose owner bits open root-only directories. The sandbox
+// uid must not gain what it could not reach on the host: a source behind a directory only root
+// may cross (here a 0700 directory bound over /etc/ssl in a private mount namespace) still
+// fails the launch, as it did when the clones ran as the sandbox uid.
+RunResult runWithEtcSslMode(mode_t mode, TempDir& dir) {
+  std::filesystem::create_directories(dir / "ssl/certs");
+  dir.write("ssl/certs/leak.pem", "SENTINEL-ROOT-ONLY\n");
+  ::chmod((dir / "ssl").c_str(), mode);
+  return run({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+              "mount --bind \"$1\" /etc/ssl && exec \"$0\" exec -- /bin/cat /etc/ssl/certs/leak.pem", corralBin(),
+              dir / "ssl"});
+}
+
+TEST(UsernsUnprivilegedUid, RootAFixedSourceBehindARootOnlyDirectoryIsRefused) {
+  if (!isRoot() || rootlessMode()) GTEST_SKIP() << "needs root: the uid 0 owner bits are the point";
+  TempDir dir("rootonly");
+  RunResult r = runWithEtcSslMode(0700, dir);
+  EXPECT_EQ(r.out.find("SENTINEL-ROOT-ONLY"), std::string::npos)
+      << claim("userns.unprivileged-uid", "a file behind a root-only directory was readable inside") << r.describe();
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.describe();
+}
+
+TEST(UsernsUnprivilegedUid, RootControlTheSameSourceWithSearchForOthersIsBoundIn) {
+  if (!isRoot() || rootlessMode()) GTEST_SKIP() << "needs root";
+  TempDir dir("rootonly");
+  RunResult r = runWithEtcSslMode(0755, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "SENTINEL-ROOT-ONLY\n") << "the bind over /etc/ssl did not reach the sandbox: the test above proves nothing";
+}
+
 TEST(UsernsUnprivilegedUid, ControlProbeSeesUidZeroWhenItIsRoot) {
   RunResult r = runHostProbe({"as-userns-root", "ids"});
   ASSERT_TRUE(probeDid(r));
