@@ -55,14 +55,10 @@ struct Ready {
 CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
   const int ready = *static_cast<int*>(arg);
   Ready r{0, -1, -1};
-  if (::unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0) {
-    r.err = errno;
-  } else if ((r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0 ||
-             (r.ipc = ::open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0) {
-    r.err = errno;
-  } else {
-    r.err = bringUpLoopback(r.sock);
-  }
+  const bool made = ::unshare(CLONE_NEWNET | CLONE_NEWIPC) == 0 &&
+                    (r.sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0 &&
+                    (r.ipc = ::open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC)) >= 0;
+  r.err = made ? bringUpLoopback(r.sock) : errno;
   const int code = ::write(ready, &r, sizeof r) == static_cast<ssize_t>(sizeof r) ? 0 : 1;
   ::_exit(code);
   return code;  // not reached; clone() wants an int-returning entry
