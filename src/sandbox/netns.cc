@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -69,16 +70,18 @@ CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
 // the task then waits for init to block, or for a balancing tick, before it runs: the namespace
 // got built after the mounts instead of beside them, 1 ms later (seen in `perf sched` here).
 // Best effort: one allowed CPU, or a failed call, leaves the placement to the scheduler. The
-// restriction lasts only while init works beside the helper: once init waits for it
-// (joinMaker), any allowed CPU will do, so a hogged other CPU can delay a launch, never stall it.
+// restriction holds only while init works beside the helper (joinMaker ends it).
 void keepOffInitsCpu(Maker* maker) {
-  if (::sched_getaffinity(0, sizeof maker->allowed, &maker->allowed) != 0) return;
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
   const int mine = ::sched_getcpu();
-  if (mine < 0 || mine >= CPU_SETSIZE || CPU_COUNT(&maker->allowed) < 2 || !CPU_ISSET(mine, &maker->allowed)) return;
-  cpu_set_t others = maker->allowed;
-  CPU_CLR(mine, &others);
-  maker->pinned = ::sched_setaffinity(maker->pid, sizeof others, &others) == 0;
+  if (mine < 0 || mine >= CPU_SETSIZE || CPU_COUNT(&allowed) < 2 || !CPU_ISSET(mine, &allowed)) return;
+  CPU_CLR(mine, &allowed);
+  maker->pinned = ::sched_setaffinity(maker->pid, sizeof allowed, &allowed) == 0;
 }
+
+// How long init lets a helper it kept off its CPU finish there before moving it over.
+constexpr int kJoinPatienceMs = 2;
 
 }  // namespace
 
@@ -115,7 +118,21 @@ int startMaker(Maker* maker) {
 int joinMaker(Maker* maker) {
   // Reap first, then read without blocking: the pipe's write end is also in init's table (it
   // is shared), so a helper killed before it wrote would leave a blocking read waiting forever.
-  if (maker->pinned) (void)::sched_setaffinity(maker->pid, sizeof maker->allowed, &maker->allowed);  // ESRCH: gone
+  // A helper kept off init's CPU that has not reported within kJoinPatienceMs is most likely
+  // queued there behind other work (a busy or real-time task took that CPU: a SCHED_FIFO
+  // spinner stalled one launch 0.57 s). Init is about to sleep, so its own CPU is the sure
+  // place: move the helper there. Widening its mask would not do: a queued task stays on a CPU
+  // it is still allowed.
+  if (maker->pinned) {
+    pollfd p{maker->ready, POLLIN, 0};
+    const int mine = ::sched_getcpu();
+    if (::poll(&p, 1, kJoinPatienceMs) == 0 && mine >= 0 && mine < CPU_SETSIZE) {
+      cpu_set_t here;
+      CPU_ZERO(&here);
+      CPU_SET(mine, &here);
+      (void)::sched_setaffinity(maker->pid, sizeof here, &here);  // ESRCH: it has just gone
+    }
+  }
   int status = 0;
   while (::waitpid(maker->pid, &status, 0) < 0 && errno == EINTR) {
   }

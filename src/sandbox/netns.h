@@ -2,8 +2,6 @@
 // Network namespace: loopback only.
 #pragma once
 
-#include <sched.h>
-
 namespace corral::sandbox::netns {
 
 // Init side: fresh network and IPC namespaces made on the other CPU while init builds the
@@ -17,8 +15,7 @@ struct Maker {
   int pid = -1;
   int ready = -1;        // the helper reports here once "lo" is up
   int ready_write = -1;  // its write end (the fd table is shared with the helper)
-  bool pinned = false;   // the helper was kept off init's CPU; joinMaker lifts that
-  cpu_set_t allowed{};   // init's own CPU mask, to give back
+  bool pinned = false;   // the helper was kept off init's CPU (joinMaker ends that)
 };
 // Starts the helper. Returns 0 or errno. Needs CAP_SYS_ADMIN in the caller's user namespace.
 int startMaker(Maker* maker);
