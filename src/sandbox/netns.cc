@@ -116,8 +116,6 @@ int startMaker(Maker* maker) {
 }
 
 int joinMaker(Maker* maker) {
-  // Reap first, then read without blocking: the pipe's write end is also in init's table (it
-  // is shared), so a helper killed before it wrote would leave a blocking read waiting forever.
   // A helper kept off init's CPU that has not reported within kJoinPatienceMs is most likely
   // queued there behind other work (a busy or real-time task took that CPU: a SCHED_FIFO
   // spinner stalled one launch 0.57 s). Init is about to sleep, so its own CPU is the sure
@@ -133,6 +131,8 @@ int joinMaker(Maker* maker) {
       (void)::sched_setaffinity(maker->pid, sizeof here, &here);  // ESRCH: it has just gone
     }
   }
+  // Reap first, then read without blocking: the pipe's write end is also in init's table (it
+  // is shared), so a helper killed before it wrote would leave a blocking read waiting forever.
   int status = 0;
   while (::waitpid(maker->pid, &status, 0) < 0 && errno == EINTR) {
   }
