@@ -46,14 +46,7 @@ json ollamaRequest(std::string_view model, const std::vector<Message>& conversat
                {"messages", std::move(messages)},
                {"stream", false},
                {"options", {{"num_predict", max_tokens}}}};
-  if (!tools.empty()) {
-    json specs = json::array();
-    for (const ToolSpec& t : tools)
-      specs.push_back({{"type", "function"},
-                       {"function", {{"name", t.name}, {"description", t.description},
-                                     {"parameters", toolParameters(t)}}}});
-    body["tools"] = std::move(specs);
-  }
+  if (!tools.empty()) body["tools"] = functionTools(tools);
   return body;
 }
 

@@ -35,6 +35,14 @@ json toolParameters(const ToolSpec& tool) {
   return {{"type", "object"}, {"properties", json::object()}};
 }
 
+json functionTools(const std::vector<ToolSpec>& tools) {
+  json specs = json::array();
+  for (const ToolSpec& t : tools)
+    specs.push_back({{"type", "function"},
+                     {"function", {{"name", t.name}, {"description", t.description}, {"parameters", toolParameters(t)}}}});
+  return specs;
+}
+
 json openaiRequest(std::string_view model, const std::vector<Message>& conversation,
                    const std::vector<ToolSpec>& tools, uint32_t max_tokens) {
   json messages = json::array();
@@ -53,14 +61,7 @@ json openaiRequest(std::string_view model, const std::vector<Message>& conversat
     }
   }
   json body = {{"model", model}, {"messages", std::move(messages)}, {"max_tokens", max_tokens}};
-  if (!tools.empty()) {
-    json specs = json::array();
-    for (const ToolSpec& t : tools)
-      specs.push_back({{"type", "function"},
-                       {"function", {{"name", t.name}, {"description", t.description},
-                                     {"parameters", toolParameters(t)}}}});
-    body["tools"] = std::move(specs);
-  }
+  if (!tools.empty()) body["tools"] = functionTools(tools);
   return body;
 }
 

@@ -26,4 +26,7 @@ Result<ModelReply> parseOpenaiReply(std::string_view body, uint64_t first_call_n
 // requires an object schema.
 nlohmann::json toolParameters(const ToolSpec& tool);
 
+// The "tools" array of function tools, in the shape OpenAI defined and Ollama accepts as is.
+nlohmann::json functionTools(const std::vector<ToolSpec>& tools);
+
 }  // namespace corral::agent::wire
