@@ -186,12 +186,12 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   for (const char* ns : {"user", "pid", "uts", "time"})
     b.add({Op::kSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), "0", 0, -1, true,
            "cap nested namespaces"});
-  const int net_cap = b.newSlot();
-  b.add({Op::kOpenSysctl, b.in("proc/sys/user/max_net_namespaces"), nullptr, 0, net_cap, false,
-         "cap nested namespaces"});
-  const int ipc_cap = b.newSlot();
-  b.add({Op::kOpenSysctl, b.in("proc/sys/user/max_ipc_namespaces"), nullptr, 0, ipc_cap, false,
-         "cap nested namespaces"});
+  std::vector<int> deferred_caps;
+  for (const char* ns : {"net", "ipc"}) {
+    deferred_caps.push_back(b.newSlot());
+    b.add({Op::kOpenSysctl, b.in(std::string("proc/sys/user/max_") + ns + "_namespaces"), nullptr, 0,
+           deferred_caps.back(), false, "cap nested namespaces"});
+  }
   for (const char* r : kProcReadOnly)
     b.add({Op::kBindSelfRo, b.in(std::string("proc/") + r), nullptr, 0, -1, true, "make /proc entry read-only"});
 
@@ -206,8 +206,7 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   b.add({Op::kSetReadOnly, b.str(plan.root), nullptr, 0, -1, false, "make the new root read-only"});
   b.add({Op::kPivot, b.str(plan.root), nullptr, 0, -1, false, "pivot_root"});
   b.add({Op::kCallback, nullptr, nullptr, 0, -1, false, "join the network and IPC namespaces"});
-  b.add({Op::kWriteSlot, nullptr, "0", 0, net_cap, false, "cap nested namespaces"});
-  b.add({Op::kWriteSlot, nullptr, "0", 0, ipc_cap, false, "cap nested namespaces"});
+  for (int slot : deferred_caps) b.add({Op::kWriteSlot, nullptr, "0", 0, slot, false, "cap nested namespaces"});
   return plan;
 }
 
