@@ -16,6 +16,7 @@ struct Maker {
   int ready = -1;        // the helper reports here once "lo" is up
   int ready_write = -1;  // its write end (the fd table is shared with the helper)
   bool pinned = false;   // the helper was kept off init's CPU (joinMaker ends that)
+  void* stack = nullptr; // the helper runs on it, in init's memory, until joinMaker reaps it
 };
 // Starts the helper. Returns 0 or errno. Needs CAP_SYS_ADMIN in the caller's user namespace.
 int startMaker(Maker* maker);
