@@ -26,6 +26,7 @@
 #include "base/unique_fd.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/child.h"
+#include "sandbox/cpu_placement.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launch_timing.h"
 #include "sandbox/limit_plan.h"
@@ -283,6 +284,9 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     scrubProcessStrings();
     child::runInit(ctx);
   }
+  // Init's first steps (mountns.h, before_maps) and our writing of its id maps run side by
+  // side only on two CPUs, and the scheduler tends to start init on ours.
+  placement::nudgeOffMyCpu(static_cast<pid_t>(pid));
   const uint64_t cloned_ns = nowNs();
   UniqueFd child_pidfd(pidfd);
   child_sock.reset();

@@ -3,6 +3,7 @@
 #include "sandbox/netns.h"
 
 #include "base/fd_passing.h"
+#include "sandbox/cpu_placement.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,12 +93,9 @@ CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
 // Best effort: one allowed CPU, or a failed call, leaves the placement to the scheduler. The
 // restriction holds only while init works beside the helper (joinMaker ends it).
 void keepOffInitsCpu(Maker* maker) {
-  cpu_set_t allowed;
-  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  const int mine = ::sched_getcpu();
-  if (mine < 0 || mine >= CPU_SETSIZE || CPU_COUNT(&allowed) < 2 || !CPU_ISSET(mine, &allowed)) return;
-  CPU_CLR(mine, &allowed);
-  maker->pinned = ::sched_setaffinity(maker->pid, sizeof allowed, &allowed) == 0;
+  cpu_set_t whole, others;
+  if (placement::othersThanMine(0, &whole, &others))
+    maker->pinned = ::sched_setaffinity(maker->pid, sizeof others, &others) == 0;
 }
 
 constexpr size_t kHelperStackBytes = size_t{64} * 1024;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end: exit-status and signal propagation, and the --json / --report report.
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "harness.h"
@@ -182,6 +185,39 @@ TEST(ExecSupervision, ASetupFailureWhileTheMapsAreWrittenIsReportedByName) {
   for (std::string line; std::getline(err, line);)
     if (line.starts_with("corral: ")) corral_lines += line + "\n";
   EXPECT_EQ(corral_lines, "corral: sandbox setup: clone /usr (/usr): Permission denied\n") << r.describe();
+}
+
+// corral moves its new init, and init its network helper, off the CPU each runs on, to get
+// the work done side by side (cpu_placement.h, netns.cc). Neither may leave a pin behind: the
+// command must run on exactly the CPUs its caller may, whichever CPU corral started on.
+std::string cpusAllowed(const std::string& status) {
+  const size_t at = status.find("Cpus_allowed_list:");
+  if (at == std::string::npos) return "";
+  const size_t begin = status.find_first_not_of(" \t", at + 18);
+  return status.substr(begin, status.find('\n', begin) - begin);
+}
+
+TEST(ExecSupervision, TheCommandRunsOnTheCallersCpusNotAPinLeftByCorral) {
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "one CPU: corral places nothing";
+  std::ifstream own("/proc/self/status");
+  const std::string callers = cpusAllowed(std::string(std::istreambuf_iterator<char>(own), {}));
+  ASSERT_FALSE(callers.empty());
+  for (int round = 0; round < 8; ++round) {
+    RunResult r = run(corralArgv({}, {"/bin/cat", "/proc/self/status"}, false));
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(cpusAllowed(r.out), callers) << "round " << round;
+  }
+  // Control: the command does inherit its caller's mask, so a narrower one shows through.
+  int first = 0;
+  while (!CPU_ISSET(first, &mine)) ++first;
+  if (::access("/usr/bin/taskset", X_OK) != 0) GTEST_SKIP() << "no taskset for the control";
+  std::vector<std::string> argv = {"/usr/bin/taskset", "-c", std::to_string(first)};
+  for (const std::string& a : corralArgv({}, {"/bin/cat", "/proc/self/status"}, false)) argv.push_back(a);
+  RunResult narrow = run(argv);
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.describe();
+  EXPECT_EQ(cpusAllowed(narrow.out), std::to_string(first));
 }
 
 }  // namespace

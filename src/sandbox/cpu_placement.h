@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where a just-created task starts: a nudge to the other CPU, never a pin.
+#pragma once
+
+#include <sched.h>
+#include <sys/types.h>
+
+namespace corral::sandbox::placement {
+
+// `pid`'s affinity mask (`whole`) and the same without the CPU the caller runs on (`others`).
+// False when there is no other CPU to use: one allowed CPU, ours not among them, or a failed
+// call.
+bool othersThanMine(pid_t pid, cpu_set_t* whole, cpu_set_t* others);
+
+// Moves `pid`, a task that has not run yet or is waiting to, to a CPU other than the caller's,
+// then gives it back its whole affinity mask at once. A queued task stays on a CPU it is still
+// allowed, so it starts there; from then on the scheduler may move it as it likes, and a busy
+// or real-time task on that CPU cannot hold it (nothing stays pinned). Best effort: with one
+// allowed CPU, or a failed call, placement stays the scheduler's. Returns true if it moved.
+bool nudgeOffMyCpu(pid_t pid);
+
+}  // namespace corral::sandbox::placement
