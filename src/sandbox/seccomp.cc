@@ -2,6 +2,7 @@
 // seccomp: libseccomp compilation of the policy into one BPF program, and its installation.
 #include "sandbox/seccomp.h"
 
+#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/mman.h>
@@ -9,7 +10,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <string>
 
 #include "base/unique_fd.h"
@@ -97,9 +100,14 @@ enum class Stage {
   kAllowlist,  // default errno; the allow rules and the explicit denials
 };
 
+// An unconditional allow: the syscall's whole allowlist-stage verdict (validate() permits no
+// other allowlist rule beside it), so the range search (rangeSearch) decides it instead.
+bool plainAllow(const pol::Rule& rule) { return rule.action == pol::Action::kAllow && rule.conds.empty(); }
+
 bool inStage(const pol::Rule& rule, Stage stage, int default_errno) {
   bool refusal = rule.action == pol::Action::kErrno && !rule.conds.empty();
   if (stage == Stage::kRefusals) return refusal;
+  if (plainAllow(rule)) return false;
   // libseccomp rejects a rule whose action equals the default (EACCES); such a denial exists
   // for its reason and its test, and the default already enforces it.
   if (rule.action == pol::Action::kErrno && rule.err == default_errno) return false;
@@ -145,7 +153,7 @@ Result<Insns> compileStage(const pol::Policy& policy, const std::vector<int>& nr
 
 // Runs `first`, and wherever it would allow, falls through to `second`: each RET ALLOW in
 // `first` becomes a forward jump to the instruction after it. Both programs test the arch
-// themselves, and neither reads state left by the other (libseccomp starts with a load).
+// themselves, and neither reads state left by the other (each starts with a load).
 Result<Insns> chain(const Insns& first, const Insns& second) {
   Insns out;
   out.reserve(first.size() + second.size());
@@ -166,6 +174,92 @@ Result<Insns> chain(const Insns& first, const Insns& second) {
   return out;
 }
 
+// The syscall numbers in `nrs` as sorted, disjoint, non-adjacent [first, last] ranges.
+std::vector<std::pair<uint32_t, uint32_t>> toRanges(std::vector<uint32_t> nrs) {
+  std::sort(nrs.begin(), nrs.end());
+  nrs.erase(std::unique(nrs.begin(), nrs.end()), nrs.end());
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (uint32_t nr : nrs) {
+    if (!out.empty() && out.back().second + 1 == nr) out.back().second = nr;
+    else out.emplace_back(nr, nr);
+  }
+  return out;
+}
+
+// A binary search over ranges of syscall numbers: RET ALLOW when the number lies in one, else
+// on to whatever follows the program (the libseccomp allowlist stage, for the syscalls whose
+// allow depends on arguments). It replaces one libseccomp comparison per allowed syscall (about
+// 280, plus the tree above them) with one per range boundary (about 40 ranges): the kernel
+// converts and JIT-compiles the whole program at every launch, so its length is launch time
+// (0.12-0.2 ms for the 482-instruction program, 0.04 ms for this search alone). Only opcodes
+// the kernel's verdict-cache emulator follows (load of nr, JGE/JGT K, RET K), so every syscall
+// allowed here is still cached as always-allowed. Runs after the refusals stage, whose
+// conditional refusals take precedence (seccomp_policy.h).
+class RangeSearch {
+ public:
+  Result<Insns> build(const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
+    // Its own arch test, though the refusals stage ran one: anything but x86_64 goes on to the
+    // allowlist stage, which kills it. The x32 bit lies above every range, so it goes on too.
+    nodes_.push_back({BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), kNext, kNext});
+    nodes_.push_back({BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, kNext, kMiss});
+    nodes_.push_back({BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr), kNext, kNext});
+    if (!ranges.empty()) emit(ranges, 0, ranges.size(), 0);
+    const int allow = static_cast<int>(nodes_.size());
+    Insns out;
+    out.reserve(nodes_.size() + 1);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const Node& n = nodes_[i];
+      uint8_t jt = 0, jf = 0;
+      if (BPF_CLASS(n.code) == BPF_JMP) {
+        ASSIGN_OR_RETURN(jt, offset(i, n.jt, allow));
+        ASSIGN_OR_RETURN(jf, offset(i, n.jf, allow));
+      }
+      out.push_back({n.code, jt, jf, n.k});
+    }
+    out.push_back({BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW});
+    return out;
+  }
+
+ private:
+  static constexpr int kNext = -1;   // the next instruction
+  static constexpr int kAllow = -2;  // the RET ALLOW after the search
+  static constexpr int kMiss = -3;   // the first instruction after the search's RET ALLOW
+  struct Node {
+    uint16_t code;
+    uint32_t k;
+    int jt, jf;  // an instruction index, or kNext / kAllow / kMiss
+  };
+
+  // Decides ranges[begin, end), knowing nr >= floor.
+  void emit(const std::vector<std::pair<uint32_t, uint32_t>>& ranges, size_t begin, size_t end, uint32_t floor) {
+    if (end - begin == 1) {
+      const auto [first, last] = ranges[begin];
+      if (first > floor) nodes_.push_back({BPF_JMP | BPF_JGE | BPF_K, first, kNext, kMiss});
+      nodes_.push_back({BPF_JMP | BPF_JGT | BPF_K, last, kMiss, kAllow});
+      return;
+    }
+    const size_t mid = begin + (end - begin) / 2;
+    const size_t split = nodes_.size();
+    nodes_.push_back({BPF_JMP | BPF_JGE | BPF_K, ranges[mid].first, kNext, kNext});  // jt set below
+    emit(ranges, begin, mid, floor);
+    nodes_[split].jt = static_cast<int>(nodes_.size());
+    emit(ranges, mid, end, ranges[mid].first);
+  }
+
+  static Result<uint8_t> offset(size_t from, int target, int allow) {
+    const long to = target == kNext ? static_cast<long>(from) + 1
+                    : target == kAllow ? allow
+                    : target == kMiss  ? allow + 1
+                                       : target;
+    const long skip = to - static_cast<long>(from) - 1;
+    if (skip < 0 || skip > 255)
+      return Error(Errc::kLimit, "seccomp range search: a jump of " + std::to_string(skip) + " insns");
+    return static_cast<uint8_t>(skip);
+  }
+
+  std::vector<Node> nodes_;
+};
+
 }  // namespace
 
 Result<Program> compile(const pol::Policy& policy) {
@@ -181,8 +275,13 @@ Result<Program> compile(const pol::Policy& policy) {
     nrs.push_back(nr);
   }
   ASSIGN_OR_RETURN(Insns refusals, compileStage(policy, nrs, Stage::kRefusals));
+  std::vector<uint32_t> plain;
+  for (size_t i = 0; i < policy.rules.size(); ++i)
+    if (plainAllow(policy.rules[i])) plain.push_back(static_cast<uint32_t>(nrs[i]));
+  ASSIGN_OR_RETURN(Insns search, RangeSearch().build(toRanges(std::move(plain))));
   ASSIGN_OR_RETURN(Insns allowlist, compileStage(policy, nrs, Stage::kAllowlist));
-  ASSIGN_OR_RETURN(Insns insns, chain(refusals, allowlist));
+  search.insert(search.end(), allowlist.begin(), allowlist.end());
+  ASSIGN_OR_RETURN(Insns insns, chain(refusals, search));
   return Program{std::move(insns)};
 }
 
