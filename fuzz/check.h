@@ -31,6 +31,20 @@ namespace corral::fuzz {
   std::abort();
 }
 
+// The reference splitter of the path properties: every '/'-separated component, empty ones
+// included ("a//b/" gives a, "", b, ""). Written here, not taken from src/policy, so that the
+// fuzz targets check the subject against an independent reading.
+inline std::vector<std::string_view> refSplit(std::string_view p) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t slash = p.find('/', start);
+    parts.push_back(p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    if (slash == std::string_view::npos) return parts;
+    start = slash + 1;
+  }
+}
+
 // True when s holds no byte below 0x20 and no DEL: what an error message, which goes to a
 // one-line log field or a terminal, must satisfy (printable() escapes all of them).
 inline bool noControlBytes(std::string_view s) {

@@ -32,17 +32,6 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-std::vector<std::string_view> split(std::string_view p) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    size_t slash = p.find('/', start);
-    parts.push_back(p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
-    if (slash == std::string_view::npos) return parts;
-    start = slash + 1;
-  }
-}
-
 // Concrete paths a glob might match: each '*' and '?' and "**" filled in several ways,
 // including with dot-leading names and multi-byte characters. Chosen by the bits of v.
 std::string sample(std::string_view pattern, unsigned v) {
@@ -51,7 +40,7 @@ std::string sample(std::string_view pattern, unsigned v) {
   static constexpr const char* kDeep[] = {"", "d", "d/e", ".d"};
   std::string out;
   unsigned bits = v;
-  for (std::string_view comp : split(pattern)) {
+  for (std::string_view comp : refSplit(pattern)) {
     std::string c;
     if (comp == "**") {
       c = kDeep[bits & 3];

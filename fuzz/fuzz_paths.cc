@@ -23,17 +23,6 @@ namespace path = policy::path;
 constexpr std::array<std::string_view, 12> kReservedMounts = {
     "/proc", "/dev", "/workspace", "/tmp", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
 
-std::vector<std::string_view> split(std::string_view p) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    size_t slash = p.find('/', start);
-    parts.push_back(p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
-    if (slash == std::string_view::npos) return parts;
-    start = slash + 1;
-  }
-}
-
 // Whether a first component is .corral as vfat, NTFS or a casefolding filesystem may see
 // it (written out again from the Unicode tables, not copied from path_policy.cc): ASCII case
 // ignored, default-ignorable code points dropped, trailing dots and spaces dropped; or the
@@ -67,7 +56,7 @@ bool refReservedName(std::string_view c) {
 // NAME_MAX; no control byte anywhere.
 bool refNormalBody(std::string_view body) {
   if (!noControlBytes(body)) return false;
-  for (std::string_view c : split(body))
+  for (std::string_view c : refSplit(body))
     if (c.empty() || c == "." || c == ".." || c.size() > path::kMaxComponent) return false;
   return true;
 }
@@ -100,13 +89,13 @@ bool refUtf8(std::string_view s) {
 bool refOutput(std::string_view rel) {
   if (rel.empty() || rel.size() > path::kMaxPath || rel.front() == '/') return false;
   if (!refNormalBody(rel) || !refUtf8(rel)) return false;
-  return !refReservedName(split(rel).front());
+  return !refReservedName(refSplit(rel).front());
 }
 
 bool refMount(std::string_view abs) {
   if (abs.size() < 2 || abs.size() > path::kMaxPath || abs.front() != '/') return false;
   if (!refNormalBody(abs.substr(1))) return false;
-  std::string first = "/" + std::string(split(abs.substr(1)).front());
+  std::string first = "/" + std::string(refSplit(abs.substr(1)).front());
   for (std::string_view r : kReservedMounts)
     if (first == r) return false;
   return true;
@@ -116,7 +105,7 @@ bool refMount(std::string_view abs) {
 // play: true when it never climbs above the root and ends below it.
 bool staysInside(std::string_view rel) {
   int depth = 0;
-  for (std::string_view c : split(rel)) {
+  for (std::string_view c : refSplit(rel)) {
     if (c.empty() || c == ".") continue;
     depth += c == ".." ? -1 : 1;
     if (depth < 0) return false;
@@ -133,9 +122,9 @@ void checkOutput(std::string_view rel) {
   PROPERTY(rel.front() != '/', "absolute output accepted: " + *r);
   PROPERTY(rel.find("//") == std::string_view::npos && rel.back() != '/', "empty component accepted: " + *r);
   PROPERTY(noControlBytes(rel), "control byte accepted: " + *r);
-  for (std::string_view c : split(rel)) PROPERTY(c != ".." && c != ".", "dot component accepted: " + *r);
+  for (std::string_view c : refSplit(rel)) PROPERTY(c != ".." && c != ".", "dot component accepted: " + *r);
   PROPERTY(staysInside(rel), "output resolves outside the workspace: " + *r);
-  PROPERTY(!refReservedName(split(rel).front()), "reserved .corral/ output accepted: " + *r);
+  PROPERTY(!refReservedName(refSplit(rel).front()), "reserved .corral/ output accepted: " + *r);
 }
 
 void checkMount(std::string_view abs) {
