@@ -7,7 +7,8 @@ namespace corral::sandbox::netns {
 // Init side: fresh network and IPC namespaces made on the other CPU while init builds the
 // mounts. A network namespace costs about 1 ms (every pernet subsystem initialises), the
 // largest kernel cost of a launch and as much as all the mounts; an IPC namespace about 0.1
-// ms (its sysctls and its internal mqueue mount). So init clones a helper that unshares both
+// ms (its sysctls and its internal mqueue mount). So init clones a helper (sharing its memory
+// and fd table, making raw system calls only: netns.cc) that unshares both
 // (owned by the sandbox's user namespace, like one clone3 would make them), brings "lo" up and
 // exits; init joins both with setns() before anything untrusted runs. Until then init itself
 // is still in the caller's network and IPC namespaces: it runs only corral's code.
