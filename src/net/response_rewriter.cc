@@ -220,7 +220,10 @@ ResponseRewriter::Status ResponseRewriter::parseHead(std::string& out, std::stri
 
 void ResponseRewriter::emitBody(std::string_view payload, std::string& out) {
   if (payload.empty()) return;
-  std::string clean = redactor_.feed(payload);
+  emitClean(redactor_.feed(payload), out);
+}
+
+void ResponseRewriter::emitClean(std::string_view clean, std::string& out) {
   if (clean.empty()) return;
   if (chunk_out_) {
     char size[20];
@@ -234,18 +237,7 @@ void ResponseRewriter::emitBody(std::string_view payload, std::string& out) {
 }
 
 void ResponseRewriter::complete(std::string& out) {
-  std::string clean = redactor_.finish();
-  if (!clean.empty()) {
-    if (chunk_out_) {
-      char size[20];
-      std::snprintf(size, sizeof size, "%zx\r\n", clean.size());
-      out += size;
-      out += clean;
-      out += "\r\n";
-    } else {
-      out += clean;
-    }
-  }
+  emitClean(redactor_.finish(), out);
   if (chunk_out_) out += "0\r\n\r\n";
   state_ = State::kDone;
 }

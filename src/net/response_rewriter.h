@@ -48,6 +48,8 @@ class ResponseRewriter {
   Status fail(std::string rule, std::string reason);
   Status parseHead(std::string& out, std::string& rest);
   void emitBody(std::string_view payload, std::string& out);
+  // Appends redacted bytes, as one chunk when the response is re-chunked.
+  void emitClean(std::string_view clean, std::string& out);
   void complete(std::string& out);
   Status feedChunked(std::string_view data, std::string& out);
 

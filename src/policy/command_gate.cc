@@ -13,10 +13,7 @@ namespace corral::policy {
 namespace {
 
 CommandDecision refuse(std::string rule, std::string reason) {
-  CommandDecision d;
-  d.rule = std::move(rule);
-  d.reason = std::move(reason);
-  return d;
+  return CommandDecision::refused(std::move(rule), std::move(reason));
 }
 
 std::string hexByte(unsigned char b) {

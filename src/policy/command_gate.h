@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -20,6 +21,14 @@ struct CommandDecision {
   std::string reason;               // one line for the model and the trace; never echoes a whole argument
   std::vector<std::string> argv;    // argv[0] is the allowlisted basename (PATH-resolved inside)
   std::vector<std::string> env;     // extra "K=V" the command must run with (git's pinned config)
+
+  // A refusal under `rule`, saying why.
+  static CommandDecision refused(std::string rule, std::string reason) {
+    CommandDecision d;
+    d.rule = std::move(rule);
+    d.reason = std::move(reason);
+    return d;
+  }
 };
 
 // The executable is reduced to its basename (the model's directory is discarded); it must

@@ -13,10 +13,7 @@ namespace corral::policy {
 namespace {
 
 CommandDecision refuse(std::string rule, std::string reason) {
-  CommandDecision d;
-  d.rule = std::move(rule);
-  d.reason = std::move(reason);
-  return d;
+  return CommandDecision::refused(std::move(rule), std::move(reason));
 }
 
 // At most 32 bytes of model text, cut on a character boundary (args are valid UTF-8 here).
