@@ -162,19 +162,18 @@ Result<std::string> canonicalJson(const nlohmann::json& value) {
   return out;
 }
 
-Result<nlohmann::json> parseCanonicalJson(std::string_view text) {
-  // nlohmann keeps the last of duplicate keys silently; a verifier must not, since two
-  // parsers could then read two different records from one file. Track keys per object.
-  std::vector<std::set<std::string>> open_objects;
+Result<nlohmann::json> parseJsonChecked(std::string_view text, int max_depth, bool refuse_duplicates) {
+  std::vector<std::set<std::string>> open_objects;  // the keys seen, per open object
   bool duplicate = false;
   bool too_deep = false;
   auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
-    if (depth > kMaxJsonDepth) too_deep = true;
+    if (depth > max_depth) too_deep = true;
+    if (!refuse_duplicates) return true;
     if (event == E::object_start) open_objects.emplace_back();
     else if (event == E::object_end && !open_objects.empty()) open_objects.pop_back();
-    else if (event == E::key && !open_objects.empty() &&
-             !open_objects.back().insert(parsed.get<std::string>()).second)
+    else if (event == E::key && !open_objects.empty() && parsed.is_string() &&
+             !open_objects.back().insert(parsed.get_ref<const std::string&>()).second)
       duplicate = true;
     return true;
   };
@@ -188,7 +187,12 @@ Result<nlohmann::json> parseCanonicalJson(std::string_view text) {
     return invalid("invalid JSON");
   }
   if (duplicate) return invalid("duplicate object key");
-  if (too_deep) return invalid("nested deeper than " + std::to_string(kMaxJsonDepth));
+  if (too_deep) return invalid("nested deeper than " + std::to_string(max_depth));
+  return parsed;
+}
+
+Result<nlohmann::json> parseCanonicalJson(std::string_view text) {
+  ASSIGN_OR_RETURN(nlohmann::json parsed, parseJsonChecked(text, kMaxJsonDepth, /*refuse_duplicates=*/true));
   ASSIGN_OR_RETURN(std::string canonical, canonicalJson(parsed));
   if (canonical != text) {
     size_t at = 0;

@@ -24,6 +24,12 @@ inline constexpr int kMaxJsonDepth = 32;
 // nesting deeper than kMaxJsonDepth (Errc::kInvalidArgument).
 Result<std::string> canonicalJson(const nlohmann::json& value);
 
+// Parses any JSON text with nlohmann, refusing nesting deeper than max_depth and, when
+// refuse_duplicates, a key repeated within one object (nlohmann would keep the last silently,
+// so two readers could read two different documents from one text). Errors
+// (Errc::kInvalidArgument) give at most a byte offset, never the input.
+Result<nlohmann::json> parseJsonChecked(std::string_view text, int max_depth, bool refuse_duplicates);
+
 // Parses text that must already be canonical: duplicate keys, floats, invalid UTF-8,
 // whitespace, escapes spelled differently and any other deviation are errors. Messages
 // give byte offsets and never echo the input.
