@@ -194,7 +194,7 @@ void runInit(const Context& ctx) {
   // writes the id maps and init builds the mounts. After close_range, which would close the
   // helper's fds too (it shares init's table).
   netns::Maker net;
-  if (int e = netns::startMaker(&net)) fail(sync::Type::kSetupFailed, sync::kStepNetns, e, 125);
+  if (int e = netns::startMaker(&net, ctx.caller_cpus_known ? &ctx.caller_cpus : nullptr)) fail(sync::Type::kSetupFailed, sync::kStepNetns, e, 125);
 
   // While the parent writes the id maps: the plan's first steps need no mapped uid (mountns.h).
   size_t failed = 0;

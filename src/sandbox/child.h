@@ -4,6 +4,8 @@
 // setup. Everything they read is computed by the parent before clone.
 #pragma once
 
+#include <sched.h>
+
 #include <cstddef>
 
 #include "sandbox/cgroup.h"
@@ -31,6 +33,10 @@ struct Context {
   rlimits::Plan rlimits;
   const seccomp::Program* seccomp = nullptr;
   int landlock_abi = 0;             // 0: not applied
+  // corral's CPUs, read before the clone: init's own mask may be narrowed for a moment when
+  // it first runs (cpu_placement.h), so the helper's placement starts from these.
+  cpu_set_t caller_cpus{};
+  bool caller_cpus_known = false;
   size_t stamp_base = 0;            // index of the first milestone slot
   uint64_t* stamps = nullptr;       // --timing: a MAP_SHARED page, one slot per mount step,
                                     // then kMilestones slots (see Milestone)

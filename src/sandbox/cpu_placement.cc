@@ -4,18 +4,17 @@
 
 namespace corral::sandbox::placement {
 
-bool othersThanMine(pid_t pid, cpu_set_t* whole, cpu_set_t* others) {
-  if (::sched_getaffinity(pid, sizeof *whole, whole) != 0) return false;
+bool othersThanMine(const cpu_set_t& whole, cpu_set_t* others) {
   const int mine = ::sched_getcpu();
-  if (mine < 0 || mine >= CPU_SETSIZE || CPU_COUNT(whole) < 2 || !CPU_ISSET(mine, whole)) return false;
-  *others = *whole;
+  if (mine < 0 || mine >= CPU_SETSIZE || CPU_COUNT(&whole) < 2 || !CPU_ISSET(mine, &whole)) return false;
+  *others = whole;
   CPU_CLR(mine, others);
   return true;
 }
 
 bool nudgeOffMyCpu(pid_t pid) {
   cpu_set_t whole, others;
-  if (!othersThanMine(pid, &whole, &others)) return false;
+  if (::sched_getaffinity(pid, sizeof whole, &whole) != 0 || !othersThanMine(whole, &others)) return false;
   if (::sched_setaffinity(pid, sizeof others, &others) != 0) return false;
   // The restore must not be skipped: a task left pinned off this CPU would carry the pin to
   // everything it starts. Should it fail (the task has just exited: ESRCH), nothing is left.

@@ -7,10 +7,9 @@
 
 namespace corral::sandbox::placement {
 
-// `pid`'s affinity mask (`whole`) and the same without the CPU the caller runs on (`others`).
-// False when there is no other CPU to use: one allowed CPU, ours not among them, or a failed
-// call.
-bool othersThanMine(pid_t pid, cpu_set_t* whole, cpu_set_t* others);
+// `whole` without the CPU the caller runs on. False when that leaves nothing to use: one CPU
+// in `whole`, ours not among them, or a failed call.
+bool othersThanMine(const cpu_set_t& whole, cpu_set_t* others);
 
 // Moves `pid`, a task that has not run yet or is waiting to, to a CPU other than the caller's,
 // then gives it back its whole affinity mask at once. A queued task stays on a CPU it is still

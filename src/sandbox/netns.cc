@@ -90,22 +90,26 @@ CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
 // parent's CPU even when another one is idle (it counts the parent's recent load there), and
 // the task then waits for init to block, or for a balancing tick, before it runs: the namespace
 // got built after the mounts instead of beside them, 1 ms later (seen in `perf sched` here).
-// Best effort: one allowed CPU, or a failed call, leaves the placement to the scheduler. The
-// restriction holds only while init works beside the helper (joinMaker ends it).
-void keepOffInitsCpu(Maker* maker) {
+// The mask comes from the caller's CPUs as corral read them before the clone, not from init's
+// own: corral narrows init's mask for a moment to move it (cpu_placement.h), and a helper
+// cloned in that moment would inherit the narrow mask, which names init's own CPU. Best effort:
+// one allowed CPU, or a failed call, leaves the placement to the scheduler; joinMaker's rescue
+// covers every case.
+void keepOffInitsCpu(const Maker& maker, const cpu_set_t* caller_cpus) {
   cpu_set_t whole, others;
-  if (placement::othersThanMine(0, &whole, &others))
-    maker->pinned = ::sched_setaffinity(maker->pid, sizeof others, &others) == 0;
+  if (caller_cpus != nullptr) whole = *caller_cpus;
+  else if (::sched_getaffinity(0, sizeof whole, &whole) != 0) return;
+  if (placement::othersThanMine(whole, &others)) (void)::sched_setaffinity(maker.pid, sizeof others, &others);
 }
 
 constexpr size_t kHelperStackBytes = size_t{64} * 1024;
 
-// How long init lets a helper it kept off its CPU finish there before moving it over.
+// How long init lets the helper finish where it is before moving it to init's own CPU.
 constexpr int kJoinPatienceMs = 2;
 
 }  // namespace
 
-int startMaker(Maker* maker) {
+int startMaker(Maker* maker, const cpu_set_t* caller_cpus) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return errno;
   void* stack = ::mmap(nullptr, kHelperStackBytes, PROT_READ | PROT_WRITE,
@@ -134,17 +138,17 @@ int startMaker(Maker* maker) {
   maker->ready = pipe_fds[0];
   maker->ready_write = pipe_fds[1];
   maker->stack = stack;
-  keepOffInitsCpu(maker);
+  keepOffInitsCpu(*maker, caller_cpus);
   return 0;
 }
 
 int joinMaker(Maker* maker) {
-  // A helper kept off init's CPU that has not reported within kJoinPatienceMs is most likely
-  // queued there behind other work (a busy or real-time task took that CPU: a SCHED_FIFO
+  // A helper that has not reported within kJoinPatienceMs is most likely queued behind other
+  // work on the CPU it was kept to (a busy or real-time task took that CPU: a SCHED_FIFO
   // spinner stalled one launch 0.57 s). Init is about to sleep, so its own CPU is the sure
   // place: move the helper there. Widening its mask would not do: a queued task stays on a CPU
-  // it is still allowed.
-  if (maker->pinned) {
+  // it is still allowed. Whatever mask the helper got, pinned or inherited.
+  {
     pollfd p{maker->ready, POLLIN, 0};
     const int mine = ::sched_getcpu();
     if (::poll(&p, 1, kJoinPatienceMs) == 0 && mine >= 0 && mine < CPU_SETSIZE) {

@@ -2,6 +2,8 @@
 // Network namespace: loopback only.
 #pragma once
 
+#include <sched.h>
+
 namespace corral::sandbox::netns {
 
 // Init side: fresh network and IPC namespaces made on the other CPU while init builds the
@@ -16,11 +18,12 @@ struct Maker {
   int pid = -1;
   int ready = -1;        // the helper reports here once "lo" is up
   int ready_write = -1;  // its write end (the fd table is shared with the helper)
-  bool pinned = false;   // the helper was kept off init's CPU (joinMaker ends that)
   void* stack = nullptr; // the helper runs on it, in init's memory, until joinMaker reaps it
 };
-// Starts the helper. Returns 0 or errno. Needs CAP_SYS_ADMIN in the caller's user namespace.
-int startMaker(Maker* maker);
+// Starts the helper, kept off init's CPU within caller_cpus (corral's CPUs, read before the
+// clone; nullptr: init's own). Returns 0 or errno. Needs CAP_SYS_ADMIN in the caller's user
+// namespace.
+int startMaker(Maker* maker, const cpu_set_t* caller_cpus);
 // Waits for and reaps the helper, then moves the caller into its namespaces. Returns 0 or
 // errno. Async-signal-safe.
 int joinMaker(Maker* maker);

@@ -220,5 +220,43 @@ TEST(ExecSupervision, TheCommandRunsOnTheCallersCpusNotAPinLeftByCorral) {
   EXPECT_EQ(cpusAllowed(narrow.out), std::to_string(first));
 }
 
+// corral narrows init's CPU mask for a moment to move it (cpu_placement.h). A network helper
+// that init clones inside that moment inherits the narrow mask, which names init's own CPU.
+// init must still place the helper from corral's CPUs and, when the helper is late, move it to
+// its own CPU (a busy CPU once stalled a launch 0.57 s). strace delays each process's first
+// call of a traced syscall: corral's first sched_setaffinity (the narrowing) by 300 ms, so
+// init clones the helper inside the moment, and the helper's unshare by 400 ms, past the maps
+// and init's 2 ms patience (init's own later unshare and placement call are delayed too).
+TEST(ExecSupervision, AHelperClonedWhileInitIsNudgedIsStillPlacedAndRescued) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "no strace (scripts/bootstrap.sh installs it)";
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "one CPU: corral places nothing";
+  TempDir dir("helper-rescue");
+  const std::string trace = dir / "affinity.trace";
+  RunOptions o;
+  o.env_extra = {"ASAN_OPTIONS=detect_leaks=0"};  // LeakSanitizer cannot run under ptrace
+  std::vector<std::string> argv = {"/usr/bin/strace", "-f", "-qq", "-o", trace, "-e", "trace=sched_setaffinity,unshare",
+                                   "-e", "inject=sched_setaffinity:delay_exit=300000:when=1",
+                                   "-e", "inject=unshare:delay_enter=400000:when=1"};
+  for (const std::string& a : corralArgv({}, {"/bin/true"}, false)) argv.push_back(a);
+  RunResult r = run(argv, o);
+  if (r.err.find("PTRACE") != std::string::npos) GTEST_SKIP() << "ptrace is not allowed here: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  // "PID sched_setaffinity(TARGET, SIZE, [CPUS]) = 0": the first caller is corral (the
+  // nudge); every other caller is init, placing or moving its helper.
+  std::istringstream lines(dir.read("affinity.trace"));
+  std::string first_caller;
+  int by_init = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("sched_setaffinity(") == std::string::npos) continue;
+    const std::string caller = line.substr(0, line.find(' '));
+    if (first_caller.empty()) first_caller = caller;
+    else if (caller != first_caller) ++by_init;
+  }
+  ASSERT_FALSE(first_caller.empty()) << "corral made no sched_setaffinity: the test measures nothing";
+  EXPECT_GE(by_init, 2) << "init neither placed nor rescued its helper:\n" << dir.read("affinity.trace");
+}
+
 }  // namespace
 }  // namespace corral::testing
