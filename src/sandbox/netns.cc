@@ -60,7 +60,8 @@ struct Ready {
 // copy-on-write fork of init cost 0.14-0.17 ms of init's critical path here (copying the page
 // tables of a clone of corral), and more in faults afterwards; with CLONE_VM the clone is a few
 // microseconds. It runs on its own stack (startMaker), reads nothing init may change (its
-// argument is the pipe's number itself), writes only that stack, and makes raw system calls.
+// argument is the pipe's number, in the maker), writes only that stack, and makes raw system
+// calls.
 // The socket it leaves in the shared table holds the network namespace after it exits, and init
 // reaches it through that socket (SIOCGSKNS). The IPC namespace has no such handle, so the
 // helper opens its own /proc/thread-self/ns/ipc: before init's pivot_root that is the caller's
@@ -69,7 +70,7 @@ struct Ready {
 // (ENOENT), or a namespace that init's setns() refuses (EPERM: init holds CAP_SYS_ADMIN only
 // over namespaces the sandbox's user namespace owns).
 CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
-  const int ready = static_cast<int>(reinterpret_cast<intptr_t>(arg));
+  const int ready = *static_cast<const int*>(arg);  // Maker::ready_write
   Ready r{0, -1, -1};
   long rc = rawSyscall(SYS_unshare, CLONE_NEWNET | CLONE_NEWIPC);
   if (rc == 0 && (rc = rawSyscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0) {
@@ -122,13 +123,17 @@ int startMaker(Maker* maker, const cpu_set_t* caller_cpus) {
   }
   // Not CLONE_NEWNET | CLONE_NEWIPC: clone would build the namespaces on init's CPU; unshare()
   // in the helper builds them on the other one.
+  // The helper reads the write end's number from the maker, which init leaves alone until it
+  // has reaped the helper (joinMaker), so it is set before the clone.
+  maker->ready_write = pipe_fds[1];
   const int pid = ::clone(makerEntry, static_cast<char*>(stack) + kHelperStackBytes, CLONE_VM | CLONE_FILES | SIGCHLD,
-                          reinterpret_cast<void*>(static_cast<intptr_t>(pipe_fds[1])));
+                          &maker->ready_write);
   if (pid < 0) {
     const int err = errno;
     ::munmap(stack, kHelperStackBytes);
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
+    maker->ready_write = -1;
     return err;
   }
   // The helper holds its own reference to the write end (shared table): closing it here would
@@ -136,7 +141,6 @@ int startMaker(Maker* maker, const cpu_set_t* caller_cpus) {
   // reaped (joinMaker).
   maker->pid = pid;
   maker->ready = pipe_fds[0];
-  maker->ready_write = pipe_fds[1];
   maker->stack = stack;
   keepOffInitsCpu(*maker, caller_cpus);
   return 0;
