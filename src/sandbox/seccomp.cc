@@ -198,12 +198,14 @@ std::vector<std::pair<uint32_t, uint32_t>> toRanges(std::vector<uint32_t> nrs) {
 class RangeSearch {
  public:
   Result<Insns> build(const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
+    // No ranges, no search: its loads would fall straight through to the RET ALLOW.
+    if (ranges.empty()) return Insns{};
     // Its own arch test, though the refusals stage ran one: anything but x86_64 goes on to the
     // allowlist stage, which kills it. The x32 bit lies above every range, so it goes on too.
     nodes_.push_back({BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), kNext, kNext});
     nodes_.push_back({BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, kNext, kMiss});
     nodes_.push_back({BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr), kNext, kNext});
-    if (!ranges.empty()) emit(ranges, 0, ranges.size(), 0);
+    emit(ranges, 0, ranges.size(), 0);
     const int allow = static_cast<int>(nodes_.size());
     Insns out;
     out.reserve(nodes_.size() + 1);

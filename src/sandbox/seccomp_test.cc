@@ -488,6 +488,30 @@ TEST(SeccompCompile, InvalidPolicyIsRefused) {
   EXPECT_NE(r.error().message().find("read"), std::string::npos) << r.error().message();
 }
 
+// Small policies through the whole compiler (refusals, range search, allowlist), checked on
+// every syscall number against the evaluator, as the sandbox policy is above. The search must
+// not fail open when it has nothing to search, nor when one range is all there is.
+TEST(SeccompCompile, PoliciesWithFewOrNoPlainAllowsAgreeWithTheEvaluator) {
+  const pol::Rule conditional{"write", pol::Action::kAllow, 0, {{0, pol::ArgCond::Op::kEq, 1}}, "test"};
+  const pol::Rule plain{"getpid", pol::Action::kAllow, 0, {}, "test"};
+  const pol::Rule refined{"ioctl", pol::Action::kAllow, 0, {}, "test"};
+  const pol::Rule refusal{"ioctl", pol::Action::kErrno, EPERM, {{1, pol::ArgCond::Op::kEq, 0x5412}}, "test"};
+  for (const pol::Policy& policy : {pol::Policy{{conditional}, ENOSYS}, pol::Policy{{plain}, ENOSYS},
+                                    pol::Policy{{conditional, plain, refined, refusal}, ENOSYS}}) {
+    auto compiled = compile(policy);
+    ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+    for (int nr = 0; nr < 512; ++nr) {
+      std::unique_ptr<char, decltype(&std::free)> name(seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr),
+                                                       &std::free);
+      for (uint64_t a : {uint64_t{0}, uint64_t{1}, uint64_t{0x5412}}) {
+        seccomp_data d{nr, AUDIT_ARCH_X86_64, 0, {a, a, a, a, a, a}};
+        ASSERT_EQ(runBpf(compiled->insns, d), expected(policy, name.get(), {a, a, a, a, a, a}))
+            << "syscall " << nr << " arg " << a << " in a policy of " << policy.rules.size() << " rules";
+      }
+    }
+  }
+}
+
 TEST(SeccompCompile, InstallRefusesWithoutNoNewPrivs) {
   ASSERT_FALSE(program().insns.empty());
   int fds[2];
