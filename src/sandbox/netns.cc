@@ -152,15 +152,13 @@ int joinMaker(Maker* maker) {
   // spinner stalled one launch 0.57 s). Init is about to sleep, so its own CPU is the sure
   // place: move the helper there. Widening its mask would not do: a queued task stays on a CPU
   // it is still allowed. Whatever mask the helper got, pinned or inherited.
-  {
-    pollfd p{maker->ready, POLLIN, 0};
-    const int mine = ::sched_getcpu();
-    if (::poll(&p, 1, kJoinPatienceMs) == 0 && mine >= 0 && mine < CPU_SETSIZE) {
-      cpu_set_t here;
-      CPU_ZERO(&here);
-      CPU_SET(mine, &here);
-      (void)::sched_setaffinity(maker->pid, sizeof here, &here);  // ESRCH: it has just gone
-    }
+  pollfd late{maker->ready, POLLIN, 0};
+  const int mine = ::sched_getcpu();
+  if (::poll(&late, 1, kJoinPatienceMs) == 0 && mine >= 0 && mine < CPU_SETSIZE) {
+    cpu_set_t here;
+    CPU_ZERO(&here);
+    CPU_SET(mine, &here);
+    (void)::sched_setaffinity(maker->pid, sizeof here, &here);  // ESRCH: it has just gone
   }
   // Reap first, then read without blocking: the pipe's write end is also in init's table (it
   // is shared), so a helper killed before it wrote would leave a blocking read waiting forever.
