@@ -101,7 +101,7 @@ enum class Stage {
 };
 
 // An unconditional allow: the syscall's whole allowlist-stage verdict (validate() permits no
-// other allowlist rule beside it), so the range search (rangeSearch) decides it instead.
+// other allowlist rule beside it), so the range search (RangeSearch) decides it instead.
 bool plainAllow(const pol::Rule& rule) { return rule.action == pol::Action::kAllow && rule.conds.empty(); }
 
 bool inStage(const pol::Rule& rule, Stage stage, int default_errno) {
@@ -192,8 +192,8 @@ std::vector<std::pair<uint32_t, uint32_t>> toRanges(std::vector<uint32_t> nrs) {
 // 280, plus the tree above them) with one per range boundary (about 40 ranges): the kernel
 // converts and JIT-compiles the whole program at every launch, so its length is launch time
 // (0.12-0.2 ms for the 482-instruction program, 0.04 ms for this search alone). Only opcodes
-// the kernel's verdict-cache emulator follows (load of nr, JGE/JGT K, RET K), so every syscall
-// allowed here is still cached as always-allowed. Runs after the refusals stage, whose
+// the kernel's verdict-cache emulator follows (loads of arch and nr, JEQ/JGE/JGT K, RET K),
+// so every syscall allowed here is still cached as always-allowed. Runs after the refusals stage, whose
 // conditional refusals take precedence (seccomp_policy.h).
 class RangeSearch {
  public:
