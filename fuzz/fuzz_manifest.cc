@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check.h"
+#include "policy/egress_grant.h"
 #include "policy/manifest.h"
 
 namespace corral::fuzz {
@@ -150,7 +151,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = policy::parseManifest(manifest);
   PROPERTY_ONE_LINE_ERROR(parsed);
   if (parsed.ok()) {
-    PROPERTY(parsed->network.allow.empty() && parsed->credentials.empty(), "a grant was accepted without the proxy");
+    // Grants are kept in canonical text (the runner's proxy enforces them): parsing one again
+    // gives the same text, and none is there twice. (Until the egress proxy existed, the
+    // property here was that no grant was accepted at all.)
+    const std::vector<std::string>& allow = parsed->network.allow;
+    for (size_t i = 0; i < allow.size(); ++i) {
+      auto again = policy::egress::parseGrant(allow[i]);
+      PROPERTY(again.ok() && again->text() == allow[i], "a grant is not kept canonical: " + allow[i]);
+      PROPERTY(std::find(allow.begin(), allow.begin() + static_cast<std::ptrdiff_t>(i), allow[i]) ==
+                   allow.begin() + static_cast<std::ptrdiff_t>(i),
+               "a grant was accepted twice: " + allow[i]);
+    }
     fuzz::checkRoundTrip(*parsed, "manifest");
   }
   static const policy::Manifest kFixed = *policy::parseManifest(fuzz::kFixedParent);
