@@ -225,8 +225,9 @@ TEST(ExecSupervision, TheCommandRunsOnTheCallersCpusNotAPinLeftByCorral) {
 // init must still place the helper from corral's CPUs and, when the helper is late, move it to
 // its own CPU (a busy CPU once stalled a launch 0.57 s). strace delays each process's first
 // call of a traced syscall: corral's first sched_setaffinity (the narrowing) by 300 ms, so
-// init clones the helper inside the moment, and the helper's unshare by 400 ms, past the maps
-// and init's 2 ms patience (init's own later unshare and placement call are delayed too).
+// init clones the helper inside the moment, and the helper's unshare by 1 s, well past the maps
+// and init's 2 ms patience even when strace slows init's mount work on a loaded machine (init's
+// own later unshare and placement call are delayed too).
 TEST(ExecSupervision, AHelperClonedWhileInitIsNudgedIsStillPlacedAndRescued) {
   if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "no strace (scripts/bootstrap.sh installs it)";
   cpu_set_t mine;
@@ -238,7 +239,7 @@ TEST(ExecSupervision, AHelperClonedWhileInitIsNudgedIsStillPlacedAndRescued) {
   o.env_extra = {"ASAN_OPTIONS=detect_leaks=0"};  // LeakSanitizer cannot run under ptrace
   std::vector<std::string> argv = {"/usr/bin/strace", "-f", "-qq", "-o", trace, "-e", "trace=sched_setaffinity,unshare",
                                    "-e", "inject=sched_setaffinity:delay_exit=300000:when=1",
-                                   "-e", "inject=unshare:delay_enter=400000:when=1"};
+                                   "-e", "inject=unshare:delay_enter=1000000:when=1"};
   for (const std::string& a : corralArgv({}, {"/bin/true"}, false)) argv.push_back(a);
   RunResult r = run(argv, o);
   if (r.err.find("PTRACE") != std::string::npos) GTEST_SKIP() << "ptrace is not allowed here: " << r.err;
