@@ -12,9 +12,9 @@ bool othersThanMine(const cpu_set_t& whole, cpu_set_t* others) {
   return true;
 }
 
-bool nudgeOffMyCpu(pid_t pid) {
-  cpu_set_t whole, others;
-  if (::sched_getaffinity(pid, sizeof whole, &whole) != 0 || !othersThanMine(whole, &others)) return false;
+bool nudgeOffMyCpu(pid_t pid, const cpu_set_t& whole) {
+  cpu_set_t others;
+  if (!othersThanMine(whole, &others)) return false;
   if (::sched_setaffinity(pid, sizeof others, &others) != 0) return false;
   // The restore must not be skipped: a task left pinned off this CPU would carry the pin to
   // everything it starts. Should it fail (the task has just exited: ESRCH), nothing is left.

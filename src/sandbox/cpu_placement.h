@@ -11,11 +11,12 @@ namespace corral::sandbox::placement {
 // in `whole`, ours not among them, or a failed call.
 bool othersThanMine(const cpu_set_t& whole, cpu_set_t* others);
 
-// Moves `pid`, a task that has not run yet or is waiting to, to a CPU other than the caller's,
-// then gives it back its whole affinity mask at once. A queued task stays on a CPU it is still
+// Moves `pid`, a task that has not run yet or is waiting to, to a CPU of `whole` (its affinity
+// mask, which it inherited from the caller) other than the caller's, then gives it back
+// `whole` at once. A queued task stays on a CPU it is still
 // allowed, so it starts there; from then on the scheduler may move it as it likes, and a busy
 // or real-time task on that CPU cannot hold it (nothing stays pinned). Best effort: with one
 // allowed CPU, or a failed call, placement stays the scheduler's. Returns true if it moved.
-bool nudgeOffMyCpu(pid_t pid);
+bool nudgeOffMyCpu(pid_t pid, const cpu_set_t& whole);
 
 }  // namespace corral::sandbox::placement

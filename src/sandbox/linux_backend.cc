@@ -286,8 +286,9 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     child::runInit(ctx);
   }
   // Init's first steps (mountns.h, before_maps) and our writing of its id maps run side by
-  // side only on two CPUs, and the scheduler tends to start init on ours.
-  placement::nudgeOffMyCpu(static_cast<pid_t>(pid));
+  // side only on two CPUs, and the scheduler tends to start init on ours. Init's mask is ours,
+  // read into the context before the clone.
+  if (ctx.caller_cpus_known) placement::nudgeOffMyCpu(static_cast<pid_t>(pid), ctx.caller_cpus);
   const uint64_t cloned_ns = nowNs();
   UniqueFd child_pidfd(pidfd);
   child_sock.reset();
