@@ -90,6 +90,33 @@ TEST(FsWorkspaceStaged, SpecialFilesAreNotStagedAndSetuidIsStripped) {
   }
 }
 
+// A root caller stages what root can read, and the sandbox owns the copy: a 0600 file of
+// root's and one of another user's, inside a 0700 directory of that user's, are readable and
+// writable inside, and the host files stay as they were. (Staging creates files as the
+// sandbox's host uid while reading with root's file capabilities: without them the second
+// file is unreadable, without the uid switch nothing can be created.)
+TEST(FsWorkspaceStaged, RootFilesOnlyTheirOwnersCanReadAreStagedForTheSandbox) {
+  CORRAL_REQUIRE_ROOT("files of root and of another uid, mode 0600");
+  TempDir ws("ws");
+  ws.write("rootonly", "root-data", 0600);
+  ws.write("theirs/file", "their-data", 0600);
+  ASSERT_EQ(::chown((ws / "theirs/file").c_str(), 12345, 12345), 0);
+  ASSERT_EQ(::chown((ws / "theirs").c_str(), 12345, 12345), 0);
+  ASSERT_EQ(::chmod((ws / "theirs").c_str(), 0700), 0);
+  RunResult read = runProbe({"--workspace", ws.path()}, {"read", "/workspace/theirs/file"});
+  ASSERT_TRUE(probeDid(read)) << read.describe();
+  EXPECT_EQ(read.probe().get("data"), "their-data") << read.describe();
+  RunResult st = runProbe({"--workspace", ws.path()}, {"stat", "/workspace/rootonly"});
+  ASSERT_TRUE(probeDid(st)) << st.describe();
+  EXPECT_EQ(st.probe().get("uid"), "1000") << "the staged copy belongs to the sandbox" << st.describe();
+  for (const char* path : {"/workspace/rootonly", "/workspace/theirs/file"}) {
+    RunResult w = runProbe({"--workspace", ws.path()}, {"write", path, "changed"});
+    EXPECT_TRUE(probeDid(w)) << path << w.describe();
+  }
+  EXPECT_EQ(ws.read("rootonly"), "root-data") << claim("fs.workspace-staged", "host file changed");
+  EXPECT_EQ(ws.read("theirs/file"), "their-data") << claim("fs.workspace-staged", "host file changed");
+}
+
 // --- fs.tmp-private ---
 
 TEST(FsTmpPrivate, HostTmpIsNotVisible) {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Claims limits.file-size, limits.open-files, limits.tmpfs-size, limits.fail-closed.
 #include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "harness.h"
 
@@ -95,6 +98,23 @@ TEST(LimitsTmpfsSize, ASparseOutputStaysSparseOnTheHost) {
   EXPECT_EQ(content.substr(0, 4), "head");
   EXPECT_EQ(content.substr(content.size() - 4), "tail");
   EXPECT_EQ(content.find_first_not_of('\0', 4), content.size() - 4) << "the hole did not read as zeros";
+}
+
+// Staging keeps holes too: a 1G sparse file in the host workspace fits a 1M workspace, with
+// its data where it was.
+TEST(LimitsTmpfsSize, ASparseWorkspaceFileIsStagedSparse) {
+  TempDir ws("ws");
+  ws.write("holey", "head");
+  ASSERT_EQ(::truncate((ws / "holey").c_str(), off_t{1} << 30), 0);
+  {
+    std::ofstream f(ws / "holey", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((off_t{1} << 30) - 4);
+    f << "tail";
+  }
+  RunResult r = runCorral({"--workspace", ws.path(), "--workspace-size", "1M"},
+                          {"sh", "-c", "stat -c %s holey && head -c 4 holey && tail -c 4 holey"});
+  EXPECT_EQ(r.exit_code, 0) << claim("limits.tmpfs-size", "a sparse workspace file did not fit as sparse") << r.describe();
+  EXPECT_EQ(r.out, "1073741824\nheadtail") << r.describe();
 }
 
 TEST(LimitsTmpfsSize, ControlFillUnderTheCapSucceeds) {
