@@ -13,6 +13,8 @@
 #   src/agent/stub_http_server_test_util.h (server)  http_client_test, provider_*_test users
 #   src/agent/run_egress.cc (events from the proxy thread, flushed by the run thread)
 #                                                     run_egress_test
+#   src/sandbox/workspace_stage.cc (a second copier thread beside the walker)
+#                                                     workspace_stage_test
 #   src/agent/runner.cc (capture beside runLinux, RunEgress): no unit test; the security
 #     test that drives `corral run` (TSAN_CLAIMS) runs the instrumented corral binary.
 
@@ -33,7 +35,8 @@ TSAN_AGENT := output_capture_test run_egress_test \
 # TSan runtime knows nothing of, and its connection relay does not work there), while they
 # pass in the normal build. RunEgress's threading is covered by run_egress_test instead.
 TSAN_CLAIMS := claims_runner_test
-TSAN_TESTS ?= $(TSAN_NET) $(TSAN_AGENT) $(TSAN_CLAIMS)
+TSAN_SANDBOX := workspace_stage_test
+TSAN_TESTS ?= $(TSAN_NET) $(TSAN_AGENT) $(TSAN_SANDBOX) $(TSAN_CLAIMS)
 
 .PHONY: test-tsan tsan-build
 
