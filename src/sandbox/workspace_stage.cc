@@ -105,7 +105,13 @@ std::string join(const std::string& rel, const char* name) { return rel.empty() 
 class Stager {
  public:
   explicit Stager(const Owner& owner) : owner_(owner) {}
+  // Also the way out of an exception in the walk: the copier must not wait for more batches.
   ~Stager() {
+    {
+      std::lock_guard lock(mu_);
+      walking_ = false;
+    }
+    cv_.notify_all();
     if (helper_.joinable()) helper_.join();
   }
   Stager(const Stager&) = delete;
