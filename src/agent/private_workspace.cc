@@ -23,6 +23,7 @@
 #include "base/secure_dir.h"
 #include "policy/path_policy.h"
 #include "sandbox/workspace.h"
+#include "sandbox/workspace.h"
 
 namespace corral::agent {
 namespace {
@@ -223,12 +224,10 @@ PrivateWorkspace::~PrivateWorkspace() {
   (void)removeTreeAt(tmpdir_.get(), name_.c_str(), lock_.get());
 }
 
-Result<StageReport> PrivateWorkspace::stageFrom(const std::string& host_workspace, const policy::Manifest& m,
-                                                uint64_t max_bytes) {
-  UniqueFd host(::open(host_workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!host.valid()) return sysError("--workspace " + host_workspace);
+Result<StageReport> PrivateWorkspace::stageFrom(int host_workspace, const policy::Manifest& m, uint64_t max_bytes) {
+  sandbox::workspace::IgnoreSigxfsz quiet;  // ulimit -f: an error below, not a dead corral
   StageReport report;
-  RETURN_IF_ERROR(walk(host.get(), dir_.get(), "", 0, m, max_bytes, report));
+  RETURN_IF_ERROR(walk(host_workspace, dir_.get(), "", 0, m, max_bytes, report));
   return report;
 }
 
@@ -284,7 +283,7 @@ std::string PrivateWorkspace::hashOf(std::string_view rel) const {
   return content.ok() ? audit::sha256Hex(*content) : std::string();
 }
 
-std::vector<sandbox::OutputResult> PrivateWorkspace::copyOutputsTo(const std::string& host_workspace,
+std::vector<sandbox::OutputResult> PrivateWorkspace::copyOutputsTo(int host_workspace,
                                                                    const std::vector<std::string>& outputs) const {
   return sandbox::workspace::copyBack(dir_.get(), host_workspace, outputs);
 }

@@ -46,10 +46,11 @@ class PrivateWorkspace {
   const std::string& path() const { return path_; }
   int dirFd() const { return dir_.get(); }
 
-  // Copies from host_workspace every regular file matching an input pattern or equal to a
-  // declared output (never .corral/, never through a symlink; a matching symlink, FIFO,
-  // device or socket is listed in refused). Refuses past max_bytes in total.
-  Result<StageReport> stageFrom(const std::string& host_workspace, const policy::Manifest& m, uint64_t max_bytes);
+  // Copies from host_workspace (a directory fd: sandbox::workspace::openHostDir) every
+  // regular file matching an input pattern or equal to a declared output (never .corral/,
+  // never through a symlink; a matching symlink, FIFO, device or socket is listed in
+  // refused). Refuses past max_bytes in total.
+  Result<StageReport> stageFrom(int host_workspace, const policy::Manifest& m, uint64_t max_bytes);
 
   // rel must already be policy-validated. Opened beneath the workspace without following
   // any symlink; a regular file only; refuses files larger than max_bytes.
@@ -60,9 +61,9 @@ class PrivateWorkspace {
   // SHA-256 of rel's content, or empty when it does not exist.
   std::string hashOf(std::string_view rel) const;
 
-  // Copies the declared outputs that exist here into host_workspace (sandbox::workspace::copyBack).
-  std::vector<sandbox::OutputResult> copyOutputsTo(const std::string& host_workspace,
-                                                   const std::vector<std::string>& outputs) const;
+  // Copies the declared outputs that exist here into host_workspace, the same directory fd
+  // the inputs came from (sandbox::workspace::copyBack).
+  std::vector<sandbox::OutputResult> copyOutputsTo(int host_workspace, const std::vector<std::string>& outputs) const;
 
  private:
   PrivateWorkspace(UniqueFd tmpdir, std::string name, UniqueFd lock, std::string path, UniqueFd dir)

@@ -24,6 +24,7 @@
 #include "base/read_fd.h"
 #include "policy/units.h"
 #include "sandbox/host_facilities.h"
+#include "sandbox/workspace.h"
 
 namespace corral::agent {
 
@@ -155,6 +156,9 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   ASSIGN_OR_RETURN(LoadedManifest lm, loadManifest(request.manifest_path));
   const policy::Manifest& manifest = lm.manifest;
   ASSIGN_OR_RETURN(std::string workspace, realDir(request.workspace.value_or(lm.dir), "--workspace"));
+  // Opened once: the inputs are read from, and --apply writes the outputs into, this very
+  // directory, even if its name is swapped for another (or a symlink) while the run lasts.
+  ASSIGN_OR_RETURN(UniqueFd host_ws, sandbox::workspace::openHostDir(workspace));
   ASSIGN_OR_RETURN(std::optional<Secret> key_pem, audit::loadSigningKeyPem(request.signing_key_file, workspace));
   std::optional<audit::SigningKey> signing_key;
   if (key_pem) {
@@ -283,7 +287,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
     }
     ws.emplace(std::move(*created));
     run.workspace = &*ws;
-    auto staged = ws->stageFrom(workspace, manifest, manifest.sandbox.workspace_bytes.value_or(uint64_t{1} << 30));
+    auto staged = ws->stageFrom(host_ws.get(), manifest, manifest.sandbox.workspace_bytes.value_or(uint64_t{1} << 30));
     if (!staged.ok()) {
       RETURN_IF_ERROR(run.record("workspace_staged", {{"status", "error"}, {"reason", tools::traceable(staged.error().message(), 512)}}));
       status = "aborted";
@@ -334,14 +338,13 @@ Result<RunSummary> runManifest(const RunRequest& request) {
       const std::string after = ws->hashOf(path);
       json o = {{"path", path}, {"sha256", after}};
       if (request.apply) {
-        UniqueFd host(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        const std::string before = host.valid() ? hostOutputHash(host.get(), path) : "";
+        const std::string before = hostOutputHash(host_ws.get(), path);
         o["changed"] = !after.empty() && after != before;
       }
       outputs.push_back(o);
     }
     if (request.apply) {
-      for (const sandbox::OutputResult& r : ws->copyOutputsTo(workspace, manifest.outputs)) {
+      for (const sandbox::OutputResult& r : ws->copyOutputsTo(host_ws.get(), manifest.outputs)) {
         const char* st = r.status == sandbox::OutputResult::Status::kCopied ? "copied"
                          : r.status == sandbox::OutputResult::Status::kRefused ? "refused" : "missing";
         for (json& o : outputs)

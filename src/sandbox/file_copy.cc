@@ -15,7 +15,8 @@ namespace corral::sandbox {
 // a source that shrank meanwhile simply ends where its data did.
 Result<void> copyFileData(int from, int to, const struct stat& st, const std::string& what) {
   auto failed = [&what]() -> Error {
-    if (errno == ENOSPC || errno == EFBIG) return Error(Errc::kLimit, what + ": workspace is full (raise --workspace-size)");
+    if (errno == ENOSPC) return Error(Errc::kLimit, what + ": workspace is full (raise --workspace-size)");
+    if (errno == EFBIG) return Error(Errc::kLimit, what + ": file too large (corral's own file-size limit, ulimit -f?)");
     return sysError(what);
   };
   const auto end = st.st_size;

@@ -330,6 +330,14 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
 
   Outcome out;
   UniqueFd ws_root;
+  // The host workspace, opened once for staging and copy-back; only now, so that init (a
+  // clone of this process) never held it.
+  UniqueFd host_ws;
+  if (spec.workspace) {
+    auto opened = workspace::openHostDir(*spec.workspace);
+    if (!opened) return opened.error();
+    host_ws = std::move(*opened);
+  }
   if (send_workspace) {
     sync::Message m{};
     int fd = -1;
@@ -340,7 +348,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     if (spec.workspace) {
       const uid_t me = ::getuid();
       const userns::IdMapPlan ids = userns::planIdMap(me, ::getgid());
-      ASSIGN_OR_RETURN(auto stats, workspace::stage(*spec.workspace, ws_root.get(), {ids.host_uid, ids.host_gid, me == 0}));
+      ASSIGN_OR_RETURN(auto stats, workspace::stage(host_ws.get(), ws_root.get(), {ids.host_uid, ids.host_gid, me == 0}));
       (void)stats;
     }
   }
@@ -458,7 +466,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
 
   if (!spec.outputs.empty()) {
     if (out.status && WIFEXITED(*out.status) && spec.workspace) {
-      report.outputs = workspace::copyBack(ws_root.get(), *spec.workspace, spec.outputs);
+      report.outputs = workspace::copyBack(ws_root.get(), host_ws.get(), spec.outputs);
     } else {
       for (const std::string& o : spec.outputs)
         report.outputs.push_back({o, OutputResult::Status::kMissing, "not copied: the command did not exit normally", 0});

@@ -56,7 +56,8 @@ struct NetProxy {
 struct SandboxSpec {
   std::vector<std::string> argv;             // argv[0] resolved by PATH inside the sandbox
   std::vector<std::string> env;              // complete environment, "K=V"; nothing else passes
-  std::optional<std::string> workspace;      // host dir staged in as /workspace; none: empty
+  std::optional<std::string> workspace;      // host dir staged in as /workspace; none: empty. An absolute
+                                             // path without symlinks (workspace::openHostDir says why)
   std::vector<std::string> outputs;          // workspace-relative, validated by policy::path
   std::vector<RoBind> ro_binds;
   Limits limits;

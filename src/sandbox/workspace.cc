@@ -3,6 +3,9 @@
 #include "sandbox/workspace.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,17 +120,42 @@ OutputResult copyOne(int ws_root, int host_root, const std::string& rel) {
 
 }  // namespace
 
-std::vector<OutputResult> copyBack(int ws_root, const std::string& host_dir, const std::vector<std::string>& outputs) {
+Result<UniqueFd> openHostDir(const std::string& path) {
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+  if (fd.valid()) return fd;
+  if (errno == ELOOP) return Error(ELOOP, "--workspace " + path + ": a symlink is on the path (it changed after it was resolved)");
+  return sysError("--workspace " + path);
+}
+
+IgnoreSigxfsz::IgnoreSigxfsz() {
+  struct sigaction ign{};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGXFSZ, &ign, &old_);
+}
+
+IgnoreSigxfsz::~IgnoreSigxfsz() { ::sigaction(SIGXFSZ, &old_, nullptr); }
+
+std::vector<OutputResult> copyBack(int ws_root, int host_dir, const std::vector<std::string>& outputs) {
+  IgnoreSigxfsz quiet;
   std::vector<OutputResult> results;
-  UniqueFd host(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  for (const std::string& rel : outputs) {
-    if (!host.valid()) {
-      results.push_back({rel, OutputResult::Status::kRefused, std::string("host workspace: ") + std::strerror(errno), 0});
-      continue;
-    }
-    results.push_back(copyOne(ws_root, host.get(), rel));
-  }
+  results.reserve(outputs.size());
+  for (const std::string& rel : outputs) results.push_back(copyOne(ws_root, host_dir, rel));
   return results;
+}
+
+std::vector<OutputResult> copyBack(int ws_root, const std::string& host_dir, const std::vector<std::string>& outputs) {
+  UniqueFd host(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!host.valid()) {
+    const std::string why = std::string("host workspace: ") + std::strerror(errno);
+    std::vector<OutputResult> results;
+    results.reserve(outputs.size());
+    for (const std::string& rel : outputs) results.push_back({rel, OutputResult::Status::kRefused, why, 0});
+    return results;
+  }
+  return copyBack(ws_root, host.get(), outputs);
 }
 
 }  // namespace corral::sandbox::workspace

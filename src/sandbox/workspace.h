@@ -3,12 +3,14 @@
 // (tmpfs -> host dir). Both run in the parent, through the mount fd the init passed up.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "sandbox/spec.h"
 
 namespace corral::sandbox::workspace {
@@ -27,15 +29,38 @@ struct StageStats {
   uint64_t skipped = 0;  // sockets, FIFOs, devices: never staged
 };
 
-// Copies host_dir recursively into the tmpfs whose root is ws_root (an fd from fsmount).
-// Regular files (setuid/setgid bits stripped), directories and symlinks (as links, never
-// followed); ENOSPC is reported as the --workspace-size limit.
-Result<StageStats> stage(const std::string& host_dir, int ws_root, const Owner& owner);
+// Opens the host workspace once, for staging and for copy-back: path must be absolute and
+// free of symlinks (the caller resolved it, as `corral exec` does with realpath). A component
+// that became a symlink since is refused (ELOOP) instead of followed, and a directory swapped
+// for another after the open is not looked up again: a workspace another user can rename
+// cannot steer what corral reads, or where a root caller writes the outputs.
+Result<UniqueFd> openHostDir(const std::string& path);
 
-// Copies each declared output from the tmpfs back into host_dir. Each source is opened
-// with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) and must be
-// a regular file with one link; the destination is written to a temp file beside it and
-// renamed into place, its parents resolved the same way (created when missing).
+// Copies host_dir (a directory fd) recursively into the tmpfs whose root is ws_root (an fd
+// from fsmount). Regular files (setuid/setgid bits stripped), directories and symlinks (as
+// links, never followed); ENOSPC is reported as the --workspace-size limit. A caller's
+// RLIMIT_FSIZE is an error (EFBIG), not a SIGXFSZ that kills corral.
+Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner);
+
+// Copies each declared output from the tmpfs back into host_dir (a directory fd). Each
+// source is opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+// and must be a regular file with one link; the destination is written to a temp file beside
+// it and renamed into place, its parents resolved the same way (created when missing).
+std::vector<OutputResult> copyBack(int ws_root, int host_dir, const std::vector<std::string>& outputs);
+// The same into a directory named by path, opened here (corral run's host workspace).
 std::vector<OutputResult> copyBack(int ws_root, const std::string& host_dir, const std::vector<std::string>& outputs);
+
+// SIGXFSZ ignored while it lives (process-wide), so that a write past the caller's
+// RLIMIT_FSIZE fails with EFBIG and is reported, instead of killing corral.
+class IgnoreSigxfsz {
+ public:
+  IgnoreSigxfsz();
+  ~IgnoreSigxfsz();
+  IgnoreSigxfsz(const IgnoreSigxfsz&) = delete;
+  IgnoreSigxfsz& operator=(const IgnoreSigxfsz&) = delete;
+
+ private:
+  struct sigaction old_{};
+};
 
 }  // namespace corral::sandbox::workspace

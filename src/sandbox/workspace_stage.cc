@@ -13,7 +13,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -26,7 +25,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/open_beneath.h"
 #include "base/unique_fd.h"
 #include "sandbox/file_copy.h"
 #include "sandbox/workspace.h"
@@ -89,9 +87,20 @@ class OwnerScope {
   __user_cap_data_struct saved_[2]{};
 };
 
-// A directory being staged: its host side and its staged side.
+// A directory being staged: its host side and its staged side. The staged side gets its
+// mode when the last holder lets go, that is when the walk has left it and its last batch is
+// copied: made read-only earlier, it would refuse the files still to come (a rootless caller
+// has no DAC override). Through the descriptor, never a path, so no path can grow past
+// PATH_MAX, and nothing is kept per directory once it is done.
 struct DirPair {
   UniqueFd src, dst;
+  int mode = -1;  // -1: leave it (the workspace root)
+  DirPair() = default;
+  DirPair(const DirPair&) = delete;
+  DirPair& operator=(const DirPair&) = delete;
+  ~DirPair() {
+    if (mode >= 0 && dst.valid()) ::fchmod(dst.get(), static_cast<mode_t>(mode));
+  }
 };
 
 struct Batch {
@@ -138,7 +147,6 @@ class Stager {
   std::thread helper_;
   size_t submitted_ = 0;                                   // walker only
   uint64_t skipped_ = 0;                                   // walker only
-  std::vector<std::pair<std::string, mode_t>> dir_modes_;  // walker only, in walk order
 };
 
 void Stager::fail(Error e) {
@@ -186,6 +194,11 @@ void Stager::copyBatch(const Batch& batch) {
     const std::string path = join(batch.rel, name.c_str());
     UniqueFd in(::openat(batch.dir->src.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!in.valid()) return fail(sysError("--workspace: open " + path));
+    // The entry the walker looked at, still: a file renamed in meanwhile would be copied
+    // with another's size, and anything but a regular file is refused.
+    struct stat now;
+    if (::fstat(in.get(), &now) != 0 || !S_ISREG(now.st_mode) || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+      return fail(Error(Errc::kRefused, "--workspace: " + path + " changed while it was staged"));
     UniqueFd out(::openat(batch.dir->dst.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                           st.st_mode & 0777));
     if (!out.valid()) {
@@ -228,7 +241,7 @@ Result<void> Stager::walk(const std::shared_ptr<const DirPair>& dir, int depth, 
       if (::mkdirat(dir->dst.get(), e->d_name, 0700) != 0) return sysError("--workspace: mkdir " + path);
       sub->dst = UniqueFd(::openat(dir->dst.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub->dst.valid()) return sysError("--workspace: open staged " + path);
-      dir_modes_.emplace_back(path, st.st_mode & 01777);
+      sub->mode = static_cast<int>(st.st_mode & 01777);
       RETURN_IF_ERROR(walk(sub, depth + 1, path));
     } else if (S_ISREG(st.st_mode)) {
       batch.files.emplace_back(e->d_name, st);
@@ -264,24 +277,16 @@ Result<StageStats> Stager::run(int src_root, int dst_root) {
     if (!failed_) copyBatch(*b);
   if (helper_.joinable()) helper_.join();
   if (error_) return *error_;
-  // Directory modes last, deepest first: one made read-only before its files were written
-  // would have refused them (a rootless caller has no DAC override).
-  std::reverse(dir_modes_.begin(), dir_modes_.end());
-  for (const auto& [rel, mode] : dir_modes_) {
-    UniqueFd d(openBeneath(dst_root, rel.c_str(), O_RDONLY | O_DIRECTORY));
-    if (d.valid()) ::fchmod(d.get(), mode);
-  }
   return StageStats{files_, bytes_, skipped_};
 }
 
 }  // namespace
 
-Result<StageStats> stage(const std::string& host_dir, int ws_root, const Owner& owner) {
-  UniqueFd src(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!src.valid()) return sysError("--workspace " + host_dir);
+Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner) {
+  IgnoreSigxfsz quiet;
   ASSIGN_OR_RETURN(OwnerScope as, OwnerScope::enter(owner));
   Stager stager(owner);
-  return stager.run(src.get(), ws_root);
+  return stager.run(host_dir, ws_root);
 }
 
 }  // namespace corral::sandbox::workspace

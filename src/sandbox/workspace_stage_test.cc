@@ -6,7 +6,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -15,6 +18,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/unique_fd.h"
 
@@ -45,8 +49,10 @@ class TempTree {
     ::chmod((src() / rel).c_str(), mode);
   }
   Result<StageStats> stageNow() const {
+    auto host = openHostDir(src().string());
+    if (!host) return host.error();
     UniqueFd d(::open(dst().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    return stage(src().string(), d.get(), {::getuid(), ::getgid(), false});
+    return stage(host->get(), d.get(), {::getuid(), ::getgid(), false});
   }
 
  private:
@@ -141,6 +147,67 @@ TEST(WorkspaceStage, NestingPast128IsRefused) {
   auto stats = t.stageNow();
   ASSERT_FALSE(stats);
   EXPECT_NE(stats.error().message().find("directories nest deeper than 128"), std::string::npos) << stats.error().message();
+}
+
+// Modes travel with the directory's descriptor, not its path: 20 levels of 250-byte names
+// (deeper than PATH_MAX) keep theirs at every level.
+TEST(WorkspaceStage, ModesHoldBelowPathMax) {
+  TempTree t;
+  const std::string name(250, 'L');
+  fs::path p = t.src();
+  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY);
+  for (int i = 0; i < 20; ++i) {  // by descriptor: the full path is too long for the test too
+    ASSERT_EQ(::mkdirat(fd, name.c_str(), 0751), 0);
+    int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    ::close(fd);
+    fd = next;
+  }
+  ::close(fd);
+  auto stats = t.stageNow();
+  ASSERT_TRUE(stats) << stats.error().message();
+  fd = ::open(t.dst().c_str(), O_RDONLY | O_DIRECTORY);
+  for (int i = 0; i < 20; ++i) {
+    int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(next, 0) << "level " << i;
+    ::close(fd);
+    fd = next;
+    struct stat st;
+    ASSERT_EQ(::fstat(fd, &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0751u) << "level " << i;
+  }
+  ::close(fd);
+}
+
+// The caller's file-size limit (ulimit -f) makes staging fail with a message, not die of
+// SIGXFSZ; the disposition is the caller's again afterwards.
+TEST(WorkspaceStage, ACallersFileSizeLimitIsAnErrorNotADeath) {
+  TempTree t;
+  t.write("big", std::string(64 * 1024, 'x'));
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    rlimit small{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    auto stats = t.stageNow();
+    struct sigaction now{};
+    ::sigaction(SIGXFSZ, nullptr, &now);
+    const bool restored = now.sa_handler == SIG_DFL;
+    const bool named = !stats && stats.error().message().find("file too large") != std::string::npos;
+    ::_exit(named && restored ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// A workspace path that gained a symlink after it was resolved is refused, not followed.
+TEST(WorkspaceStage, AHostPathWithASymlinkIsRefused) {
+  TempTree t;
+  t.write("f", "x");
+  fs::create_directory_symlink(t.src(), t.src().parent_path() / "link");
+  auto opened = openHostDir((t.src().parent_path() / "link").string());
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code(), ELOOP) << opened.error().message();
+  EXPECT_TRUE(openHostDir(t.src().string())) << "control: the real path opens";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // Claims outputs.no-link-follow and outputs.path-contained: copy-back of declared outputs.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "harness.h"
@@ -120,6 +121,25 @@ TEST(OutputsNoLinkFollow, RacingSwapperCannotRedirectCopyBack) {
     EXPECT_NE(ws.read("out"), passwd) << claim("outputs.no-link-follow", "host /etc/passwd copied out") << r.describe();
   }
   EXPECT_EQ(readHostFile("/etc/passwd"), passwd);
+}
+
+// The workspace renamed away and a symlink put in its place while the command runs (what
+// another user who can write its parent directory could do, to a root caller): copy-back
+// still goes to the directory corral opened at the start, never where the name now points.
+TEST(OutputsNoLinkFollow, AWorkspaceSwappedForASymlinkMidRunKeepsItsOutputs) {
+  TempDir parent("parent"), victim("victim");
+  const std::filesystem::path ws = parent / "ws";
+  std::filesystem::create_directory(ws);
+  Process corral = Process::start(corralArgv({"--workspace", ws.string(), "--output", "out"},
+                                             {"/bin/sh", "-c", "echo data > out; echo started; sleep 1"}));
+  auto started = corral.readLine(std::chrono::seconds(30));
+  ASSERT_TRUE(started && *started == "started") << corral.wait().describe();
+  std::filesystem::rename(ws, parent / "ws.old");
+  std::filesystem::create_directory_symlink(victim.path(), ws);
+  RunResult r = corral.wait();
+  EXPECT_FALSE(victim.exists("out")) << claim("outputs.no-link-follow", "copy-back followed a swapped workspace") << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(parent.read("ws.old/out"), "data\n") << "control: the output reached the workspace corral opened";
 }
 
 // --- outputs.path-contained ---
