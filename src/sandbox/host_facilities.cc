@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -51,10 +52,23 @@ Facility probeNamespaces() {
   if (apparmor == "1")
     f.detail += "; AppArmor restricts unprivileged user namespaces (fix: an AppArmor profile for corral with 'userns,', "
                 "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)";
-  if (max_userns != "0" && debian != "0" && apparmor != "1")
+  if (underSeccompFilter())
+    f.detail += "; corral itself runs under a seccomp filter (Seccomp: 2 in /proc/self/status), which can refuse "
+                "it: inside a container? (Docker, Podman: --security-opt seccomp=unconfined, or run corral on the host)";
+  else if (max_userns != "0" && debian != "0" && apparmor != "1")
     f.detail += "; inside a container? seccomp or a missing CAP_SYS_ADMIN in the outer runtime can forbid it "
                 "(Docker: --security-opt seccomp=unconfined, or run corral on the host)";
   return f;
+}
+
+// Why a system call answered ENOSYS: an old kernel, or (on a kernel that has it) a seccomp
+// filter such as a container runtime's default profile. The second is the usual case, and
+// "upgrade your kernel" would send the user the wrong way.
+std::string missingCall(const char* call, int major, int minor) {
+  if (kernelAtLeast(major, minor))
+    return std::string(call) + " refused (ENOSYS) although this kernel has it: " + seccompBlockHint();
+  return std::string(call) + " missing: Linux " + std::to_string(major) + "." + std::to_string(minor) +
+         " or newer is needed";
 }
 
 Facility probeMountApi() {
@@ -62,7 +76,7 @@ Facility probeMountApi() {
   // mount_setattr (5.12) is the newest call corral needs; EBADF means it exists.
   long r = ::syscall(SYS_mount_setattr, -1, "", 0, nullptr, 0);
   f.available = r < 0 && errno != ENOSYS;
-  f.detail = f.available ? "open_tree, move_mount, mount_setattr, fsopen" : "mount_setattr missing: Linux 5.12 or newer is needed";
+  f.detail = f.available ? "open_tree, move_mount, mount_setattr, fsopen" : missingCall("mount_setattr", 5, 12);
   return f;
 }
 
@@ -77,7 +91,7 @@ Facility probeClone3() {
   Facility f{"clone3 + pidfd", false, true, ""};
   long r = ::syscall(SYS_clone3, nullptr, 0);
   f.available = r < 0 && errno != ENOSYS;
-  f.detail = f.available ? "clone3 with CLONE_PIDFD (Linux 5.5+)" : "clone3 missing: Linux 5.5 or newer is needed";
+  f.detail = f.available ? "clone3 with CLONE_PIDFD (Linux 5.5+)" : missingCall("clone3", 5, 5);
   return f;
 }
 
@@ -103,6 +117,29 @@ Facility probeOverlay() {
 }
 
 }  // namespace
+
+bool kernelAtLeast(int major, int minor) {
+  utsname u{};
+  if (::uname(&u) != 0) return false;
+  int ma = 0, mi = 0;
+  if (std::sscanf(u.release, "%d.%d", &ma, &mi) != 2) return false;
+  return ma > major || (ma == major && mi >= minor);
+}
+
+bool underSeccompFilter() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Seccomp:", 0) == 0) return line.find('2') != std::string::npos;
+  return false;
+}
+
+std::string seccompBlockHint() {
+  return std::string(underSeccompFilter() ? "corral itself runs under a seccomp filter (Seccomp: 2 in /proc/self/status), "
+                              : "a seccomp filter blocks it, ") +
+         "as a container runtime's default profile does (Docker, Podman: --security-opt seccomp=unconfined "
+         "or a profile that allows clone3, unshare and the mount API; or run corral on the host)";
+}
 
 HostFacilities probeHost() {
   HostFacilities h;

@@ -27,4 +27,12 @@ struct HostFacilities {
 // overlayfs. Creates nothing that outlives the call.
 HostFacilities probeHost();
 
+// uname's release is at least major.minor.
+bool kernelAtLeast(int major, int minor);
+// /proc/self/status says "Seccomp: 2": corral itself runs under a filter (a container's?).
+bool underSeccompFilter();
+// What to tell a user whose kernel has a call that answered ENOSYS: a seccomp filter blocks
+// it (says so outright when /proc/self/status shows one on corral itself), and the fix.
+std::string seccompBlockHint();
+
 }  // namespace corral::sandbox

@@ -27,6 +27,7 @@
 #include "sandbox/cgroup.h"
 #include "sandbox/child.h"
 #include "sandbox/cpu_placement.h"
+#include "sandbox/host_facilities.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launch_timing.h"
 #include "sandbox/limit_plan.h"
@@ -279,6 +280,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     int err = errno;
     if (err == EPERM || err == ENOSPC || err == EINVAL)
       return Error(err, "clone3 (user, mount, pid, uts namespaces): user namespaces unavailable? run `corral doctor`");
+    if (err == ENOSYS && kernelAtLeast(5, 5)) return Error(err, "clone3 refused (ENOSYS): " + seccompBlockHint());
     return sysError("clone3", err);
   }
   if (pid == 0) {

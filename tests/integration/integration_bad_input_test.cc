@@ -213,5 +213,21 @@ TEST(LauncherHandsOff, ControlWithCorralCoreBesideItTheCommandRuns) {
   EXPECT_EQ(proxied.out.rfind("http://127.0.0.1:", 0), 0u) << proxied.out;
 }
 
+// corral under a seccomp filter that refuses clone3 (a container runtime's default profile
+// does; here, corral's own sandbox, whose filter answers ENOSYS) must blame the filter and
+// name the fix, not tell the user to upgrade a kernel that has the call.
+TEST(ExecBadInputHost, UnderASeccompFilterTheRefusalBlamesTheFilterNotTheKernel) {
+  const std::string build = corralBin().substr(0, corralBin().rfind('/'));
+  RunResult exec = runCorral({"--ro-bind", build + ":/opt/c"}, {"/opt/c/corral", "exec", "--", "/bin/true"});
+  EXPECT_EQ(exec.exit_code, 125) << exec.describe();
+  EXPECT_NE(exec.err.find("corral: clone3 refused (ENOSYS): corral itself runs under a seccomp filter"), std::string::npos)
+      << exec.describe();
+  EXPECT_NE(exec.err.find("--security-opt seccomp=unconfined"), std::string::npos) << exec.describe();
+  RunResult doctor = runCorral({"--ro-bind", build + ":/opt/c"}, {"/opt/c/corral-core", "doctor"});
+  EXPECT_NE(doctor.exit_code, 0) << doctor.describe();
+  EXPECT_NE(doctor.out.find("clone3 refused (ENOSYS) although this kernel has it"), std::string::npos) << doctor.describe();
+  EXPECT_EQ(doctor.out.find("or newer is needed"), std::string::npos) << "blamed the kernel" << doctor.describe();
+}
+
 }  // namespace
 }  // namespace corral::testing
