@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -121,8 +121,12 @@ Facility probeOverlay() {
 bool kernelAtLeast(int major, int minor) {
   utsname u{};
   if (::uname(&u) != 0) return false;
-  int ma = 0, mi = 0;
-  if (std::sscanf(u.release, "%d.%d", &ma, &mi) != 2) return false;
+  char* end = nullptr;
+  const long ma = std::strtol(u.release, &end, 10);
+  if (end == u.release || *end != '.') return false;
+  const char* rest = end + 1;
+  const long mi = std::strtol(rest, &end, 10);
+  if (end == rest) return false;
   return ma > major || (ma == major && mi >= minor);
 }
 
