@@ -25,7 +25,7 @@ ChunkedDecoder::Status ChunkedDecoder::fail(std::string rule, std::string reason
   return Status::kError;
 }
 
-ChunkedDecoder::Status ChunkedDecoder::feed(std::string_view data, size_t* consumed) {
+ChunkedDecoder::Status ChunkedDecoder::feed(std::string_view data, size_t* consumed, std::string* payload) {
   *consumed = 0;
   if (state_ == State::kError) return Status::kError;
   size_t i = 0;
@@ -68,6 +68,7 @@ ChunkedDecoder::Status ChunkedDecoder::feed(std::string_view data, size_t* consu
         break;
       case State::kData: {
         uint64_t take = std::min<uint64_t>(chunk_left_, data.size() - i);
+        if (payload) payload->append(data.substr(i, static_cast<size_t>(take)));
         chunk_left_ -= take;
         payload_ += take;
         i += static_cast<size_t>(take);

@@ -23,8 +23,9 @@ class ChunkedDecoder {
   explicit ChunkedDecoder(const ChunkedLimits& limits = {}) : limits_(limits) {}
   enum class Status : uint8_t { kNeedMore, kDone, kError };
   // Reads a prefix of data; *consumed is how many bytes of it belong to the body (forward
-  // those verbatim). After kDone any bytes past *consumed are not part of this body.
-  Status feed(std::string_view data, size_t* consumed);
+  // those verbatim). After kDone any bytes past *consumed are not part of this body. With
+  // payload, the chunk data among them (the body without its framing) is appended there.
+  Status feed(std::string_view data, size_t* consumed, std::string* payload = nullptr);
   const HeadError& error() const { return error_; }
   uint64_t payloadBytes() const { return payload_; }
 

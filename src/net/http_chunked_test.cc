@@ -38,6 +38,23 @@ TEST(HttpChunked, ValidBodyEndsExactlyAtTheFinalCrlf) {
   }
 }
 
+// The payload sink gets the chunk data alone, whatever the feeding steps: extensions,
+// sizes, CRLFs and trailers stay out.
+TEST(HttpChunked, PayloadSinkGetsTheDataWithoutItsFraming) {
+  const std::string body = "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-T: trailer\r\n\r\n";
+  for (size_t step : {size_t{1}, size_t{3}, body.size()}) {
+    ChunkedDecoder d;
+    std::string payload;
+    ChunkedDecoder::Status st = ChunkedDecoder::Status::kNeedMore;
+    for (size_t off = 0; off < body.size() && st == ChunkedDecoder::Status::kNeedMore; off += step) {
+      size_t c = 0;
+      st = d.feed(std::string_view(body).substr(off, step), &c, &payload);
+    }
+    EXPECT_EQ(st, ChunkedDecoder::Status::kDone) << step;
+    EXPECT_EQ(payload, "hello, world") << step;
+  }
+}
+
 TEST(HttpChunked, NeedsMoreUntilTheLastChunk) {
   EXPECT_EQ(feedAll("5\r\nhello\r\n").status, ChunkedDecoder::Status::kNeedMore);
   EXPECT_EQ(feedAll("0\r\n").status, ChunkedDecoder::Status::kNeedMore);

@@ -59,10 +59,6 @@ bool destinationIs(const policy::egress::Grant& grant, const RequestDestination&
   return !grant.wildcard && grant.scheme == dest.scheme && grant.host == dest.host && grant.port == dest.port;
 }
 
-bool isLeaseDestination(std::span<const PlaceholderRule> rules, const RequestDestination& dest) {
-  return std::any_of(rules.begin(), rules.end(), [&](const PlaceholderRule& r) { return destinationIs(r.grant, dest); });
-}
-
 PlaceholderResult substitutePlaceholders(std::span<const PlaceholderRule> rules, const RequestDestination& dest,
                                          std::string_view target, std::span<const HeaderField> headers) {
   PlaceholderResult result;

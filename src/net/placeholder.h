@@ -71,9 +71,6 @@ struct PlaceholderResult {
 
 // True when dest is exactly the grant's scheme, host and port (a wildcard grant never is).
 bool destinationIs(const policy::egress::Grant& grant, const RequestDestination& dest);
-// True when dest is some rule's destination: every response from it is redacted, whether or
-// not this request swapped anything (an earlier one may have left the secret there).
-bool isLeaseDestination(std::span<const PlaceholderRule> rules, const RequestDestination& dest);
 
 // Placeholders are matched case-insensitively when reporting suspects (uppercasing does not
 // hide one) but swapped only where a header named rule.header (any case) has exactly the value

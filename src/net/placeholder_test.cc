@@ -73,13 +73,6 @@ TEST_F(PlaceholderTest, DeclaredHeaderAndFormatAreHonoured) {
   EXPECT_EQ(r.suspects[0], (Suspect{"gh", SuspectPlace::kHeaderUndeclared, "Authorization"}));
 }
 
-TEST_F(PlaceholderTest, LeaseDestinationIsExactlyTheGrant) {
-  EXPECT_TRUE(isLeaseDestination(rules_, own_));
-  EXPECT_FALSE(isLeaseDestination(rules_, dest("api.example", egress::Scheme::kHttp, 80)));
-  EXPECT_FALSE(isLeaseDestination(rules_, dest("api.example", egress::Scheme::kHttps, 8080)));
-  EXPECT_FALSE(isLeaseDestination({}, own_));
-}
-
 TEST_F(PlaceholderTest, NeverSwappedTowardAnotherSchemeHostOrPort) {
   const RequestDestination others[] = {
       dest("api.example", egress::Scheme::kHttp, 80),

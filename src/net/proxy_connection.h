@@ -91,7 +91,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void startLeaseExchange();
   void onLeaseDone(const LeaseOutcome& o);
   bool applyPlaceholders();  // false: refused
-  void feedBodyDetector(std::string_view body);
+  // raw: the body bytes as forwarded (chunk extensions and trailers included); payload: the
+  // same body without its chunked framing, where a placeholder split across chunks is whole.
+  void feedBodyDetector(std::string_view raw, std::string_view payload);
   void noteSuspect(const Suspect& s);
   void onRewrittenRead(boost::system::error_code ec, size_t n);
   void reportLeaseEvents();
@@ -148,7 +150,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::string> ph_used_;
   std::vector<Suspect> suspects_;
   std::string lease_refused_;  // a 429 reason, for the lease event
-  std::unique_ptr<PlaceholderDetector> detector_;
+  std::unique_ptr<PlaceholderDetector> detector_;          // request body, as forwarded
+  std::unique_ptr<PlaceholderDetector> payload_detector_;  // a chunked body's data alone
   size_t detector_reported_ = 0;
   std::unique_ptr<ResponseRewriter> rewriter_;
   std::string out_buf_;

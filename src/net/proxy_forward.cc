@@ -101,20 +101,21 @@ void Connection::sendForwardHead() {
     case Framing::kContentLength: {
       uint64_t take = std::min<uint64_t>(extra.size(), h.content_length);
       out->append(extra.substr(0, take));
-      feedBodyDetector(extra.substr(0, take));
+      feedBodyDetector(extra.substr(0, take), extra.substr(0, take));
       body_left_ = h.content_length - take;
       body_done_ = body_left_ == 0;
       break;
     }
     case Framing::kChunked: {
       size_t consumed = 0;
-      auto st = chunked_.feed(extra, &consumed);
+      std::string payload;
+      auto st = chunked_.feed(extra, &consumed, detector_ ? &payload : nullptr);
       if (st == ChunkedDecoder::Status::kError) {
         refuse({400, chunked_.error().rule, chunked_.error().reason});
         return;
       }
       out->append(extra.substr(0, consumed));
-      feedBodyDetector(extra.substr(0, consumed));
+      feedBodyDetector(extra.substr(0, consumed), payload);
       body_done_ = st == ChunkedDecoder::Status::kDone;
       break;
     }
@@ -151,12 +152,14 @@ void Connection::pumpRequestBody() {
     self->touch();
     std::string_view data(self->up_buf_.get(), n);
     size_t take = 0;
+    std::string payload;
     if (self->parser_.head().framing == Framing::kContentLength) {
       take = static_cast<size_t>(std::min<uint64_t>(n, self->body_left_));
       self->body_left_ -= take;
       self->body_done_ = self->body_left_ == 0;
+      if (self->detector_) payload.assign(data.substr(0, take));
     } else {
-      auto st = self->chunked_.feed(data, &take);
+      auto st = self->chunked_.feed(data, &take, self->detector_ ? &payload : nullptr);
       if (st == ChunkedDecoder::Status::kError) {
         // The upstream already has part of this request: it is closed, never completed.
         boost::system::error_code ignored;
@@ -172,7 +175,7 @@ void Connection::pumpRequestBody() {
       }
       self->body_done_ = st == ChunkedDecoder::Status::kDone;
     }
-    self->feedBodyDetector(data.substr(0, take));
+    self->feedBodyDetector(data.substr(0, take), payload);
     asio::async_write(self->upstream_, asio::buffer(self->up_buf_.get(), take), [self](boost::system::error_code ec2, size_t m) {
       self->ev_.bytes_up += m;
       if (self->finished_ || ec2) return;  // the response side notices a dead upstream

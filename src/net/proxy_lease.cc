@@ -7,6 +7,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "audit/sha256.h"
 #include "base/log.h"
@@ -177,22 +178,29 @@ bool Connection::applyPlaceholders() {
     }
   }
   substituted_ = std::move(r.substituted);
-  // Every response from a lease's destination is redacted, not only those to a request that
-  // swapped: the sandbox could have the upstream store the secret and show it back later.
-  if (!ph_used_.empty() || isLeaseDestination(broker.placeholderRules(), rd)) {
-    RewriterOptions ro;
-    ro.head_request = h.method == "HEAD";
-    ro.client_minor_version = h.minor_version;
-    rewriter_ = std::make_unique<ResponseRewriter>(broker.patterns(), ro);
-  }
+  // Every forwarded response is redacted while the run has leases, from whichever
+  // destination: the sandbox could have a lease's upstream store the secret and show it back
+  // later, under the same name or under any other granted name, port or scheme that reaches
+  // the same server (a wildcard grant over the lease's domain, its IP literal).
+  RewriterOptions ro;
+  ro.head_request = h.method == "HEAD";
+  ro.client_minor_version = h.minor_version;
+  rewriter_ = std::make_unique<ResponseRewriter>(broker.patterns(), ro);
   if (h.framing != Framing::kNone) detector_ = std::make_unique<PlaceholderDetector>(broker.placeholders());
+  if (h.framing == Framing::kChunked) payload_detector_ = std::make_unique<PlaceholderDetector>(broker.placeholders());
   return true;
 }
 
-void Connection::feedBodyDetector(std::string_view body) {
-  if (!detector_ || body.empty()) return;
-  detector_->feed(body);
+void Connection::feedBodyDetector(std::string_view raw, std::string_view payload) {
+  if (!detector_) return;
+  if (!raw.empty()) detector_->feed(raw);
+  if (payload_detector_ && !payload.empty()) payload_detector_->feed(payload);
   std::vector<size_t> found = detector_->found();
+  if (payload_detector_) {
+    std::vector<size_t> more = payload_detector_->found(), both;
+    std::set_union(found.begin(), found.end(), more.begin(), more.end(), std::back_inserter(both));
+    found = std::move(both);
+  }
   if (found.size() == detector_reported_) return;
   auto rules = policy_->leases->placeholderRules();
   std::vector<bool> known(rules.size(), false);

@@ -74,6 +74,18 @@ struct LeaseRun {
     r.env_extra = {"API_TOKEN=" + secret};
     return r;
   }
+  // Placeholder mode: a plain-http lease "plain" on the HTTP server, granted with grants.
+  Args plainOpts(const Args& grants) const {
+    Args o = {"--net", "proxy", "--workspace", ws.dir.path(), "--timeout", "60s"};
+    for (const std::string& g : grants) o.insert(o.end(), {"--allow", g});
+    o.insert(o.end(), {"--credential", "plain=PLAIN_TOKEN@" + servers.httpUrl()});
+    return o;
+  }
+  RunOptions withPlainSecret() const {
+    RunOptions r;
+    r.env_extra = {"PLAIN_TOKEN=" + secret};
+    return r;
+  }
 };
 
 // Everything a command inside can look at: its environment, its own /proc view, the files
@@ -135,10 +147,8 @@ TEST(LeasesSecretNeverInside, PlaceholderModeNeitherSwapsAChosenHeaderNorShowsAS
   LeaseRun t;
   REQUIRE_SERVERS(t.servers);
   const std::string u = t.servers.httpUrl();
-  Args o = {"--net", "proxy", "--workspace", t.ws.dir.path(), "--timeout", "60s", "--allow", u,
-            "--credential", "plain=PLAIN_TOKEN@" + u};
-  RunOptions env;
-  env.env_extra = {"PLAIN_TOKEN=" + t.secret};
+  const Args o = t.plainOpts({u});
+  const RunOptions env = t.withPlainSecret();
   const std::string script =
       "curl -sS --max-time 20 -H \"X-Note: $PLAIN_TOKEN\" -A \"$PLAIN_TOKEN\" " + u + "/store; echo; "
       "curl -sS --max-time 20 " + u + "/__last; echo ---; "
@@ -158,6 +168,48 @@ TEST(LeasesSecretNeverInside, PlaceholderModeNeitherSwapsAChosenHeaderNorShowsAS
   EXPECT_TRUE(holdsNoForm("the sandbox's view", r.out, t.secret)) << claim("leases.secret-never-inside", "shown back") << r.out;
   EXPECT_NE(r.err.find("place=header-undeclared"), std::string::npos) << r.err;
   EXPECT_TRUE(holdsNoForm("stderr", r.err, t.secret));
+}
+
+// The same upstream under a second grant (another port here; a wildcard over the lease's
+// domain or its IP literal in life): what the lease's destination stored comes back redacted
+// through the other name too. Redaction follows the run's leases, not the destination.
+TEST(LeasesSecretNeverInside, AStoredSecretShownThroughAnotherGrantedNameIsRedacted) {
+  LeaseRun t;
+  REQUIRE_SERVERS(t.servers);
+  const std::string u = t.servers.httpUrl(), alias = t.servers.httpAliasUrl();
+  const Args o = t.plainOpts({u, alias});
+  const RunOptions env = t.withPlainSecret();
+  const std::string script = "curl -sS --max-time 20 -H \"Authorization: Bearer $PLAIN_TOKEN\" " + u + "/declared; echo ---; "
+                             "curl -sS --max-time 20 " + alias + "/__last";
+  RunResult r = runCorral(o, {"sh", "-c", script}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(t.servers.lastHeaders(false).find("Bearer " + t.secret), std::string::npos) << "control: injected";
+  EXPECT_NE(r.out.find("Bearer [REDACTED:plain]"), std::string::npos) << r.out;
+  EXPECT_TRUE(holdsNoForm("the sandbox's view", r.out, t.secret))
+      << claim("leases.secret-never-inside", "shown back through another grant") << r.out;
+}
+
+// A placeholder split across two chunks of a chunked request body is whole in the body the
+// upstream reassembles: it is reported like one sent in a single piece.
+TEST(LeasesSecretNeverInside, APlaceholderSplitAcrossChunksIsReported) {
+  LeaseRun t;
+  REQUIRE_SERVERS(t.servers);
+  const std::string u = t.servers.httpUrl();
+  const Args o = t.plainOpts({u});
+  const RunOptions env = t.withPlainSecret();
+  const std::string py =
+      "import os,socket\n"
+      "p=os.environ['PLAIN_TOKEN'].encode(); a,b=p[:len(p)//2],p[len(p)//2:]\n"
+      "host=os.environ['U'][len('http://'):]\n"
+      "body=b'%x\\r\\n'%len(a)+a+b'\\r\\n'+b'%x\\r\\n'%len(b)+b+b'\\r\\n0\\r\\n\\r\\n'\n"
+      "s=socket.create_connection(('127.0.0.1',3128))\n"
+      "s.sendall(b'POST '+os.environ['U'].encode()+b'/split HTTP/1.1\\r\\nHost: '+host.encode()+"
+      "b'\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n'+body)\n"
+      "print(s.recv(4096).split(b'\\r\\n')[0].decode())\n";
+  RunResult r = runCorral(o, {"/usr/bin/env", "U=" + u, "python3", "-c", py}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("place=body"), std::string::npos)
+      << claim("leases.secret-never-inside", "a split placeholder went unreported") << r.describe();
 }
 
 TEST(LeasesNoSecretsInLogs, NoLogLineReportOrEventHoldsTheSecret) {

@@ -19,6 +19,7 @@ EgressServers::EgressServers(const std::vector<std::string>& env_extra) : dir_("
   http = j.value("http", 0);
   https = j.value("https", 0);
   git = j.value("git", 0);
+  http_alias = j.value("http_alias", 0);
 }
 
 EgressServers::~EgressServers() {

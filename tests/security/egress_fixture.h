@@ -16,7 +16,7 @@ class EgressServers {
   // env_extra: "K=V" for the server process (CORRAL_TEST_LEASE_SECRET).
   explicit EgressServers(const std::vector<std::string>& env_extra = {});
   ~EgressServers();
-  bool ok() const { return http > 0 && https > 0 && git > 0; }
+  bool ok() const { return http > 0 && https > 0 && git > 0 && http_alias > 0; }
   std::string cafile() const { return dir_ / "ca.pem"; }
   // Requests the server answered, asked directly from the host (never through corral).
   int count(bool tls) const;
@@ -25,8 +25,10 @@ class EgressServers {
   std::string httpUrl(const std::string& host = "127.0.0.1") const { return "http://" + host + ":" + std::to_string(http); }
   std::string httpsUrl() const { return "https://127.0.0.1:" + std::to_string(https); }
   std::string gitUrl() const { return "http://127.0.0.1:" + std::to_string(git); }
+  // The HTTP server again, on another port: the same upstream under a second grant.
+  std::string httpAliasUrl() const { return "http://127.0.0.1:" + std::to_string(http_alias); }
 
-  int http = 0, https = 0, git = 0;
+  int http = 0, https = 0, git = 0, http_alias = 0;
 
  private:
   std::string ask(bool tls, const std::string& path) const;

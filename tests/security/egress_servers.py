@@ -148,7 +148,10 @@ def main():
     ctx.load_cert_chain(os.path.join(DIR, "server.pem"), os.path.join(DIR, "server.key"))
     https.socket = ctx.wrap_socket(https.socket, server_side=True)
     git = ThreadingHTTPServer(("127.0.0.1", 0), GitHandler)
-    ports = {"http": serve(http), "https": serve(https), "git": serve(git)}
+    # The same plain HTTP server under a second port (shared state): one upstream reachable
+    # through two grants, as a wildcard or an IP literal can make it.
+    http_alias = ThreadingHTTPServer(("127.0.0.1", 0), counting_handler("http"))
+    ports = {"http": serve(http), "https": serve(https), "git": serve(git), "http_alias": serve(http_alias)}
     print(json.dumps(ports), flush=True)
     sys.stdin.read()
 
