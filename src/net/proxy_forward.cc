@@ -101,7 +101,7 @@ void Connection::sendForwardHead() {
     case Framing::kContentLength: {
       uint64_t take = std::min<uint64_t>(extra.size(), h.content_length);
       out->append(extra.substr(0, take));
-      feedBodyDetector(extra.substr(0, take), extra.substr(0, take));
+      feedBodyDetector(extra.substr(0, take), {});  // no framing: the raw bytes are the payload
       body_left_ = h.content_length - take;
       body_done_ = body_left_ == 0;
       break;
@@ -157,7 +157,6 @@ void Connection::pumpRequestBody() {
       take = static_cast<size_t>(std::min<uint64_t>(n, self->body_left_));
       self->body_left_ -= take;
       self->body_done_ = self->body_left_ == 0;
-      if (self->detector_) payload.assign(data.substr(0, take));
     } else {
       auto st = self->chunked_.feed(data, &take, self->detector_ ? &payload : nullptr);
       if (st == ChunkedDecoder::Status::kError) {
