@@ -53,8 +53,7 @@ Facility probeNamespaces() {
     f.detail += "; AppArmor restricts unprivileged user namespaces (fix: an AppArmor profile for corral with 'userns,', "
                 "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)";
   if (underSeccompFilter())
-    f.detail += "; corral itself runs under a seccomp filter (Seccomp: 2 in /proc/self/status), which can refuse "
-                "it: inside a container? (Docker, Podman: --security-opt seccomp=unconfined, or run corral on the host)";
+    f.detail += "; " + seccompBlockHint();
   else if (max_userns != "0" && debian != "0" && apparmor != "1")
     f.detail += "; inside a container? seccomp or a missing CAP_SYS_ADMIN in the outer runtime can forbid it "
                 "(Docker: --security-opt seccomp=unconfined, or run corral on the host)";

@@ -3,9 +3,7 @@
 #include "sandbox/workspace.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -121,10 +119,7 @@ OutputResult copyOne(int ws_root, int host_root, const std::string& rel) {
 }  // namespace
 
 Result<UniqueFd> openHostDir(const std::string& path) {
-  open_how how{};
-  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+  UniqueFd fd(openNoSymlinks(path.c_str(), O_RDONLY | O_DIRECTORY));
   if (fd.valid()) return fd;
   if (errno == ELOOP) return Error(ELOOP, "--workspace " + path + ": a symlink is on the path (it changed after it was resolved)");
   return sysError("--workspace " + path);
@@ -144,18 +139,6 @@ std::vector<OutputResult> copyBack(int ws_root, int host_dir, const std::vector<
   results.reserve(outputs.size());
   for (const std::string& rel : outputs) results.push_back(copyOne(ws_root, host_dir, rel));
   return results;
-}
-
-std::vector<OutputResult> copyBack(int ws_root, const std::string& host_dir, const std::vector<std::string>& outputs) {
-  UniqueFd host(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!host.valid()) {
-    const std::string why = std::string("host workspace: ") + std::strerror(errno);
-    std::vector<OutputResult> results;
-    results.reserve(outputs.size());
-    for (const std::string& rel : outputs) results.push_back({rel, OutputResult::Status::kRefused, why, 0});
-    return results;
-  }
-  return copyBack(ws_root, host.get(), outputs);
 }
 
 }  // namespace corral::sandbox::workspace

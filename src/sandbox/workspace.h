@@ -47,8 +47,6 @@ Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner);
 // and must be a regular file with one link; the destination is written to a temp file beside
 // it and renamed into place, its parents resolved the same way (created when missing).
 std::vector<OutputResult> copyBack(int ws_root, int host_dir, const std::vector<std::string>& outputs);
-// The same into a directory named by path, opened here (corral run's host workspace).
-std::vector<OutputResult> copyBack(int ws_root, const std::string& host_dir, const std::vector<std::string>& outputs);
 
 // SIGXFSZ ignored while it lives (process-wide), so that a write past the caller's
 // RLIMIT_FSIZE fails with EFBIG and is reported, instead of killing corral.
