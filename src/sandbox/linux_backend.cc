@@ -377,24 +377,25 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   bool init_exited = false;
   while (!init_exited) {
     // A negative fd (no timer) is ignored by poll.
-    std::vector<pollfd> fds = {{-1, 0, 0}, {child_pidfd.get(), POLLIN, 0}, {forwarder.fd(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
+    enum { kInit, kSignals, kTimer, kRelay };
+    std::vector<pollfd> fds = {{child_pidfd.get(), POLLIN, 0}, {forwarder.fd(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
     relay.addPollFds(fds);
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       return sysError("poll");
     }
-    relay.onReady(fds, 4);
-    if (fds[2].revents & POLLIN) {
+    relay.onReady(fds, kRelay);
+    if (fds[kSignals].revents & POLLIN) {
       signalfd_siginfo si;
       while (::read(forwarder.fd(), &si, sizeof(si)) == sizeof(si))
         ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), si.ssi_signo, nullptr, 0);
     }
-    if (timer.valid() && (fds[3].revents & POLLIN)) {
+    if (timer.valid() && (fds[kTimer].revents & POLLIN)) {
       out.timed_out = true;
       ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), SIGKILL, nullptr, 0);
       timer.reset();
     }
-    if (fds[1].revents & POLLIN) init_exited = true;
+    if (fds[kInit].revents & POLLIN) init_exited = true;
   }
   // Everything init sent, now that it is gone.
   for (sync::Message m{}; ::recv(sock.get(), &m, sizeof(m), MSG_DONTWAIT) == sizeof(m);) {
