@@ -60,10 +60,16 @@ Result<void> writeReport(const UniqueFd& fd, const std::string& path, const std:
   return {};
 }
 
-int finish(const ExecInvocation& inv, const UniqueFd& report_fd, const sandbox::RunReport& report,
+int finish(const ExecInvocation& inv, const UniqueFd& report_fd, sandbox::RunReport report,
            ExecEgress* egress = nullptr) {
+  if (egress) {
+    if (auto stopped = egress->stop(); !stopped) {
+      if (!report.error.empty()) errorLine(report.error);
+      report.error = "--net proxy: " + stopped.error().message();
+      report.exit_code = kExitCorral;
+    }
+  }
   if (!report.error.empty()) errorLine(report.error);
-  if (egress) egress->stop();
   if (inv.json || report_fd.valid()) {
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     if (egress) egress->addToReport(extra);
@@ -93,8 +99,6 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     return 0;
   }
   sandbox::RunReport failed;
-  // Before the report file is opened: the binary taking over does everything itself.
-  if (inv.net_proxy && !env.start_egress) failed.error = env.hand_off().message();
   UniqueFd report_fd;
   if (inv.report_file) {
     auto opened = openReportFile(*inv.report_file);
@@ -104,7 +108,6 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     }
     report_fd = std::move(*opened);
   }
-  if (!failed.error.empty()) return finish(inv, report_fd, failed);
   if (auto ok = checkHostPaths(inv.spec); !ok) {
     failed.error = ok.error().message();
     return finish(inv, report_fd, failed);
@@ -118,7 +121,13 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     }
     egress = std::move(*started);
   }
-  auto report = sandbox::runLinux(inv.spec, {inv.timing});
+  sandbox::RunOptions options{.timing = inv.timing, .before_command = {}};
+  if (egress) options.before_command = [&egress]() -> Result<void> {
+    auto ready = egress->ready();
+    if (!ready) return ready.error().wrap("--net proxy");
+    return {};
+  };
+  auto report = sandbox::runLinux(inv.spec, options);
   if (!report) {
     failed.error = report.error().message();
     return finish(inv, report_fd, failed, egress.get());

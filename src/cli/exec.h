@@ -4,12 +4,14 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 
 namespace corral::cli {
 
@@ -21,24 +23,36 @@ struct ExecInvocation;
 class ExecEgress {
  public:
   virtual ~ExecEgress() = default;
-  // Stops the proxy, closing what is still open: every event is in afterwards.
-  virtual void stop() = 0;
+  // Returns once the proxy serves, or why it never will; the sandbox is built meanwhile and
+  // its command starts only after an ok (a proxy started beside it, cli/egress_process.h).
+  virtual Result<void> ready() { return {}; }
+  // Stops the proxy, closing what is still open: every event is in afterwards. An error: the
+  // proxy did not end as it should (it died during the run), and the run is corral's failure.
+  virtual Result<void> stop() = 0;
   // Adds "egress" (and "leases" when the run had credentials) to the report's extra object.
   virtual void addToReport(nlohmann::ordered_json& extra) = 0;
 };
 
 struct ExecEnvironment {
-  // Starts the run's proxy and points inv.spec at it (corral-core only).
+  // Starts the run's proxy and points inv.spec at it: in this process (corral-core,
+  // startExecEgress) or as a corral-core process beside the sandbox (the launcher,
+  // startEgressProcess).
   std::function<Result<std::unique_ptr<ExecEgress>>(ExecInvocation&)> start_egress;
-  // Without start_egress: hands a `--net proxy` run, unchanged, to a binary that has it.
-  // Called before anything else happens; returns only on failure, with what failed (the
-  // run is then refused like any other: one line, 125, and the report if one was asked for).
-  std::function<Error()> hand_off;
 };
 
 int execMain(const std::vector<std::string>& args, const ExecEnvironment& env);
 
-// corral-core's egress: the real proxy (cli/exec_egress.cc).
-Result<std::unique_ptr<ExecEgress>> startExecEgress(ExecInvocation& inv);
+// How a proxy started by startExecEgress is wired. Empty (the default): it makes the sandbox's
+// channel itself (inv.spec.proxy.channel), draws its own placeholders and adds the sandbox's
+// environment to inv.spec.env. In a proxy process (cli/egress_process.h) the launcher has done
+// all that: the proxy serves `proxy_end` and takes each placeholder's bytes from
+// `placeholder_random`, so they match the environment the launcher gave the sandbox.
+struct EgressWiring {
+  UniqueFd proxy_end;
+  std::function<Result<void>(std::span<uint8_t>)> placeholder_random;
+};
+
+// corral-core's egress: the real proxy, in this process (cli/exec_egress.cc).
+Result<std::unique_ptr<ExecEgress>> startExecEgress(ExecInvocation& inv, EgressWiring wiring = {});
 
 }  // namespace corral::cli

@@ -28,7 +28,7 @@ class ProxyEgress final : public ExecEgress {
 
   // The proxy logs each refusal at once (warn: shown by default), so a user sees why a
   // request was blocked without asking for the report; every event goes into the report.
-  Result<void> start(ExecInvocation& inv) {
+  Result<void> start(ExecInvocation& inv, EgressWiring wiring) {
     net::EgressConfig config;
     config.tag = runTag();
     config.grants = inv.allow;
@@ -40,18 +40,26 @@ class ProxyEgress final : public ExecEgress {
     config.leases = inv.credentials;
     if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
     config.env_lookup = net::processEnvironment;
+    if (wiring.placeholder_random) config.placeholder_random = std::move(wiring.placeholder_random);
     config.on_lease_event = [this](const net::LeaseEvent& e) {
       std::lock_guard lock(mu_);
       lease_events_.push_back(net::leaseEventJson(e));
     };
     ASSIGN_OR_RETURN(proxy_, net::SandboxEgress::start(std::move(config)));
+    if (wiring.proxy_end.valid()) {
+      proxy_->adopt(std::move(wiring.proxy_end));
+      return {};
+    }
     ASSIGN_OR_RETURN(channel_, proxy_->attach());
     inv.spec.proxy.channel = channel_.get();
     for (std::string& kv : proxy_->sandboxEnvironment()) inv.spec.env.push_back(std::move(kv));
     return {};
   }
 
-  void stop() override { proxy_.reset(); }
+  Result<void> stop() override {
+    proxy_.reset();
+    return {};
+  }
 
   void addToReport(nlohmann::ordered_json& extra) override {
     std::lock_guard lock(mu_);
@@ -70,9 +78,9 @@ class ProxyEgress final : public ExecEgress {
 
 }  // namespace
 
-Result<std::unique_ptr<ExecEgress>> startExecEgress(ExecInvocation& inv) {
+Result<std::unique_ptr<ExecEgress>> startExecEgress(ExecInvocation& inv, EgressWiring wiring) {
   auto egress = std::make_unique<ProxyEgress>(!inv.credentials.empty());
-  RETURN_IF_ERROR(egress->start(inv));
+  RETURN_IF_ERROR(egress->start(inv, std::move(wiring)));
   return std::unique_ptr<ExecEgress>(std::move(egress));
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/egress_process.h"
 #include "cli/exec.h"
 #include "cli/option_echo.h"
 #include "cli/usage.h"
@@ -23,21 +24,12 @@ namespace {
 
 constexpr int kExitCorral = 125;
 
-// corral-core is installed beside this binary. It is found through /proc/self/exe, never
-// through PATH or the environment: the binary that takes over is the one shipped with this
-// one, and argv and the environment pass to it unchanged. Returns only on failure.
+// argv and the environment pass to corral-core unchanged. Returns only on failure.
 Error handOff(char** argv) {
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return sysError("cannot find corral-core: readlink /proc/self/exe");
-  std::string core(self, static_cast<size_t>(n));
-  // Started from a memfd or another anonymous file there is no directory to look beside.
-  if (core.front() != '/' || core.rfind("/memfd:", 0) == 0)
-    return Error(Errc::kUnsupported, "cannot find corral-core: this corral was not started from a file (" + core + ")");
-  core.resize(core.rfind('/') + 1);
-  core += "corral-core";
-  ::execv(core.c_str(), argv);
-  return sysError("cannot start " + core);
+  auto core = coreBinaryPath();
+  if (!core) return core.error();
+  ::execv(core->c_str(), argv);
+  return sysError("cannot start " + *core);
 }
 
 int handOffOrFail(char** argv) {
@@ -47,12 +39,27 @@ int handOffOrFail(char** argv) {
 
 }  // namespace
 
+Result<std::string> coreBinaryPath() {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return sysError("cannot find corral-core: readlink /proc/self/exe");
+  std::string core(self, static_cast<size_t>(n));
+  // Started from a memfd or another anonymous file there is no directory to look beside.
+  if (core.front() != '/' || core.rfind("/memfd:", 0) == 0)
+    return Error(Errc::kUnsupported, "cannot find corral-core: this corral was not started from a file (" + core + ")");
+  core.resize(core.rfind('/') + 1);
+  core += "corral-core";
+  return core;
+}
+
 int launcherMain(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
   if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
   if (std::string(argv[1]) != "exec") return handOffOrFail(argv);
   std::vector<std::string> rest(argv + 2, argv + argc);
-  return execMain(rest, {.start_egress = {}, .hand_off = [argv] { return handOff(argv); }});
+  // A --net proxy run stays here too: its proxy is a corral-core process started beside the
+  // sandbox (cli/egress_process.h).
+  return execMain(rest, {.start_egress = [&rest](ExecInvocation& inv) { return startEgressProcess(inv, rest); }});
 }
 
 }  // namespace corral::cli

@@ -9,6 +9,7 @@
 
 #include "cli/claims.h"
 #include "cli/doctor.h"
+#include "cli/egress_process.h"
 #include "cli/exec.h"
 #include "cli/keygen.h"
 #include "cli/run.h"
@@ -20,10 +21,15 @@ namespace corral::cli {
 
 int main(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
+  // Not a user command (the launcher never hands it over): the proxy process of a launcher's
+  // --net proxy run (cli/egress_process.h).
+  if (argc >= 2 && std::string(argv[1]) == kEgressServeCommand)
+    return egressServeMain(std::vector<std::string>(argv + 2, argv + argc));
   if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
   const std::string cmd = argv[1];
   std::vector<std::string> rest(argv + 2, argv + argc);
-  if (cmd == "exec") return execMain(rest, {.start_egress = startExecEgress, .hand_off = {}});
+  if (cmd == "exec")
+    return execMain(rest, {.start_egress = [](ExecInvocation& inv) { return startExecEgress(inv); }});
   if (cmd == "run") return runMain(rest);
   if (cmd == "doctor") return doctorMain(rest);
   if (cmd == "claims") return claimsMain(argc - 1, argv + 1);

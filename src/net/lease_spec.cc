@@ -252,4 +252,14 @@ Result<void> checkLeasePath(std::string_view origin_form) {
   return {};
 }
 
+std::string leasePlaceholder(std::string_view name, std::span<const uint8_t, kPlaceholderRandomBytes> random) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "corral-lease-" + std::string(name) + "-";
+  for (uint8_t b : random) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
 }  // namespace corral::net

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,11 @@ Result<LeaseSpec> leaseFromFields(std::string_view name, std::string_view env, s
 // The canonical --credential text: parseCredentialFlag(credentialText(s)) == s when s.format
 // has no ';'.
 std::string credentialText(const LeaseSpec& spec);
+
+// The placeholder the sandbox gets for a lease in place of its secret:
+// "corral-lease-NAME-" and the 16 random bytes in hex.
+inline constexpr size_t kPlaceholderRandomBytes = 16;
+std::string leasePlaceholder(std::string_view name, std::span<const uint8_t, kPlaceholderRandomBytes> random);
 
 // Single-field checks, shared by both entry points (messages name the rule, not the context).
 Result<void> checkLeaseName(std::string_view name);

@@ -18,16 +18,6 @@ constexpr int64_t kNsPerSecond = 1'000'000'000;
 
 Error invalid(std::string context) { return Error(Errc::kInvalidArgument, std::move(context)); }
 
-std::string hex(std::span<const uint8_t> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
-}
-
 // Refuses values that cannot be sent as one header line. The message never shows the value.
 Result<void> checkSecretValue(const LeaseSpec& spec, std::string_view value) {
   std::string who = "credential '" + spec.name + "': environment variable " + spec.env;
@@ -97,9 +87,9 @@ Result<LeaseTable> LeaseTable::load(std::span<const LeaseSpec> specs, const EnvL
     if (!value) return invalid("credential '" + spec.name + "': environment variable " + spec.env + " is not set");
     Secret secret(std::move(*value));
     RETURN_IF_ERROR(checkSecretValue(spec, secret.revealForInjection()));
-    uint8_t bytes[16];
+    uint8_t bytes[kPlaceholderRandomBytes];
     if (auto r = random(bytes); !r) return r.error().wrap("credential '" + spec.name + "': placeholder");
-    std::string placeholder = "corral-lease-" + spec.name + "-" + hex(bytes);
+    std::string placeholder = leasePlaceholder(spec.name, bytes);
     table.leases_.emplace_back(spec, std::move(secret), std::move(placeholder));
     auto budget = std::make_unique<Budget>();
     budget->tokens_ns = static_cast<int64_t>(spec.limits.burst) * kNsPerSecond;  // starts full

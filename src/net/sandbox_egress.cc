@@ -18,7 +18,7 @@ Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config)
   policy->self_authority = "127.0.0.1:" + std::to_string(config.sandbox_port);
   // Secrets are loaded before the proxy starts: a missing variable refuses the run.
   if (!config.leases.empty()) {
-    ASSIGN_OR_RETURN(policy->leases, LeaseBroker::create(config.leases, config.env_lookup, config.tls));
+    ASSIGN_OR_RETURN(policy->leases, LeaseBroker::create(config.leases, config.env_lookup, config.tls, config.placeholder_random));
   }
   ProxyOptions options;
   options.on_event = config.on_event;
@@ -33,15 +33,14 @@ Result<UniqueFd> SandboxEgress::attach() {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sysError("egress channel socketpair");
   UniqueFd sandbox_end(pair[0]), proxy_end(pair[1]);
-  server_->adoptFdChannel(std::move(proxy_end), policy_);
+  adopt(std::move(proxy_end));
   return sandbox_end;
 }
 
+void SandboxEgress::adopt(UniqueFd proxy_end) { server_->adoptFdChannel(std::move(proxy_end), policy_); }
+
 std::vector<std::string> SandboxEgress::sandboxEnvironment() const {
-  const std::string url = "http://127.0.0.1:" + std::to_string(config_.sandbox_port);
-  std::vector<std::string> env;
-  for (std::string_view name : policy::egress::kProxyEnvironmentNames)
-    env.push_back(std::string(name) + "=" + (name == "NO_PROXY" || name == "no_proxy" ? "" : url));
+  std::vector<std::string> env = policy::egress::proxyEnvironment(config_.sandbox_port);
   if (policy_->leases)
     for (std::string& kv : policy_->leases->sandboxEnvironment()) env.push_back(std::move(kv));
   return env;

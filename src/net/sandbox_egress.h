@@ -34,6 +34,9 @@ struct EgressConfig {
   EnvLookup env_lookup;
   TlsOptions tls;                                       // toward lease upstreams
   std::function<void(const LeaseEvent&)> on_lease_event;  // on the proxy thread
+  // Where each lease's placeholder comes from (16 bytes per lease, in order): a launcher that
+  // fixed the sandbox's environment before the proxy started hands over the bytes it used.
+  RandomFill placeholder_random = systemRandom;
 };
 
 class SandboxEgress {
@@ -48,6 +51,8 @@ class SandboxEgress {
   // A new channel for one sandbox: returns the sandbox's end (SandboxSpec::proxy.channel, a
   // UNIX SOCK_SEQPACKET socket); the proxy serves the other end until the sandbox is gone.
   Result<UniqueFd> attach();
+  // The same with a channel made elsewhere: the proxy serves `proxy_end`.
+  void adopt(UniqueFd proxy_end);
 
   // HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in both cases = http://127.0.0.1:<port>, and an empty
   // NO_PROXY/no_proxy: every client library that honours them goes through the proxy, and

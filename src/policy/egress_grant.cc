@@ -144,4 +144,12 @@ Decision decide(std::span<const Grant> grants, Scheme scheme, const Host& host, 
   return refuse(Rule::kNoGrant, wanted + ": no grant names this host");
 }
 
+std::vector<std::string> proxyEnvironment(uint16_t port) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  std::vector<std::string> env;
+  for (std::string_view name : kProxyEnvironmentNames)
+    env.push_back(std::string(name) + "=" + (name == "NO_PROXY" || name == "no_proxy" ? "" : url));
+  return env;
+}
+
 }  // namespace corral::policy::egress

@@ -42,6 +42,9 @@ Result<Grant> parseGrantReasonOnly(std::string_view text);
 // never by the caller): HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY, in both cases.
 inline constexpr std::string_view kProxyEnvironmentNames[] = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
                                                               "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy"};
+// Each of those set for a proxy listening on 127.0.0.1:port inside the sandbox:
+// "NAME=http://127.0.0.1:port", and NO_PROXY/no_proxy empty (nothing is exempt).
+std::vector<std::string> proxyEnvironment(uint16_t port);
 
 // Every grant, or the first error prefixed with its position ("grant 2: ...").
 Result<std::vector<Grant>> parseGrants(std::span<const std::string> texts);

@@ -22,4 +22,19 @@ bool nudgeOffMyCpu(pid_t pid, const cpu_set_t& whole) {
   return true;
 }
 
+QuietBirth::QuietBirth() {
+  if (::sched_getscheduler(0) != SCHED_OTHER) return;
+  const sched_param none{};
+  active_ = ::sched_setscheduler(0, SCHED_BATCH, &none) == 0;
+}
+
+QuietBirth::~QuietBirth() {
+  if (active_) restorePolicy();
+}
+
+void restorePolicy() {
+  const sched_param none{};
+  (void)::sched_setscheduler(0, SCHED_OTHER, &none);
+}
+
 }  // namespace corral::sandbox::placement

@@ -19,4 +19,25 @@ bool othersThanMine(const cpu_set_t& whole, cpu_set_t* others);
 // allowed CPU, or a failed call, placement stays the scheduler's. Returns true if it moved.
 bool nudgeOffMyCpu(pid_t pid, const cpu_set_t& whole);
 
+// While alive, a task the caller creates does not preempt the caller at birth: the caller runs
+// as SCHED_BATCH, which the child inherits, and a SCHED_BATCH task woken (or born) on a CPU
+// never preempts the one running there. The caller can then nudge the child to another CPU
+// before it runs at all. Only a caller of plain SCHED_OTHER is changed (a real-time or idle
+// caller's policy is its own business); active() says whether the child must call
+// restorePolicy() as its first act. The destructor restores the caller.
+class QuietBirth {
+ public:
+  QuietBirth();
+  ~QuietBirth();
+  QuietBirth(const QuietBirth&) = delete;
+  QuietBirth& operator=(const QuietBirth&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  bool active_ = false;
+};
+
+// The child's side: back to SCHED_OTHER, the policy its caller had.
+void restorePolicy();
+
 }  // namespace corral::sandbox::placement

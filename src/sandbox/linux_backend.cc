@@ -233,7 +233,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   ctx.slot_fds = slot_fds.data();
   ctx.workspace_size = ws_size.c_str();
   ctx.send_workspace = send_workspace;
-  ctx.wait_for_go = send_workspace;
+  ctx.wait_for_go = send_workspace || options.before_command != nullptr;
   ctx.cgroup = self_attach ? &*cg : nullptr;
   ctx.argv = argv.data();
   ctx.envp = envp.data();
@@ -354,8 +354,17 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
       (void)stats;
     }
   }
-  if (ctx.wait_for_go)
-    if (int e = sync::send(sock.get(), {sync::Type::kGo, 0, 0, 0})) return sysError("sync: go", e);
+  if (ctx.wait_for_go) {
+    // Init builds the sandbox meanwhile, and waits for go before it starts the command.
+    if (options.before_command) RETURN_IF_ERROR(options.before_command());
+    if (int e = sync::send(sock.get(), {sync::Type::kGo, 0, 0, 0})) {
+      // Init failed its setup while the hook waited, and is gone: its report is in the socket.
+      sync::Message m{};
+      if (::recv(sock.get(), &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT) == sizeof(m) && m.type == sync::Type::kSetupFailed)
+        return setupError(m, mounts, spec);
+      return sysError("sync: go", e);
+    }
+  }
   timing.mark("stage");
 
   UniqueFd timer;

@@ -4,6 +4,8 @@
 // landlock, seccomp).
 #pragma once
 
+#include <functional>
+
 #include "base/result.h"
 #include "sandbox/spec.h"
 
@@ -11,6 +13,10 @@ namespace corral::sandbox {
 
 struct RunOptions {
   bool timing = false;  // print a per-phase breakdown to stderr
+  // Called once the sandbox is built, before its command may start: an error refuses the run
+  // (the sandbox is torn down, the command never runs). What is started beside the sandbox
+  // (`--net proxy`'s proxy process) is waited for here, so it starts side by side with it.
+  std::function<Result<void>()> before_command;
 };
 
 // corral's own argv/environment strings are zeroed in the sandbox's init, so /proc/1/cmdline

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Loopback bring-up with one ioctl (cheaper than a netlink round trip).
 #include "sandbox/netns.h"
+#include "base/raw_syscall.h"
 
 #include "base/fd_passing.h"
 #include "sandbox/cpu_placement.h"
@@ -25,19 +26,9 @@ namespace corral::sandbox::netns {
 
 namespace {
 
-// The helper runs on a stack ASan did not allocate: its call to a noreturn function would
-// make ASan warn on stderr about "the rest of the stack" (see child.cc). It touches no heap.
-#define CORRAL_ON_HELPER_STACK __attribute__((no_sanitize("address")))
-
-// The helper shares init's memory (CLONE_VM), so it must leave everything of init's alone,
-// errno included: glibc's wrappers would set init's errno (the two share one TLS block) while
-// init runs beside them. It makes raw system calls only, which return -errno. x86_64 only, as
-// is the seccomp policy (seccomp.cc refuses other architectures).
-CORRAL_ON_HELPER_STACK long rawSyscall(long nr, long a1, long a2 = 0, long a3 = 0) {
-  long ret;
-  __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a1), "S"(a2), "d"(a3) : "rcx", "r11", "memory");
-  return ret;
-}
+// The helper shares init's memory (CLONE_VM) and runs beside it: raw system calls only
+// (base/raw_syscall.h), on its own stack.
+#define CORRAL_ON_HELPER_STACK CORRAL_ON_OWN_STACK
 
 // Brings "lo" up through a socket of its network namespace. Returns 0 or -errno.
 CORRAL_ON_HELPER_STACK long bringUpLoopback(int fd) {

@@ -171,16 +171,34 @@ TEST(LauncherHandsOff, WithoutCorralCoreEveryOtherCommandIsRefusedOnOneLine) {
     argv.insert(argv.end(), args.begin(), args.end());
     RunResult r = run(argv, o);
     EXPECT_EQ(r.exit_code, 125) << args[0] << ": " << r.err;
-    EXPECT_EQ(r.err, "corral: cannot start " + bin.path() + "/corral-core: No such file or directory\n") << args[0];
+    // A --net proxy run stays in the launcher, which starts corral-core for its proxy only.
+    const std::string what = args[0] == "exec" ? "--net proxy: cannot start " : "cannot start ";
+    EXPECT_EQ(r.err, "corral: " + what + bin.path() + "/corral-core: No such file or directory\n") << args[0];
     EXPECT_TRUE(cwd.entries().empty()) << args[0];
   }
-  // A --net proxy run that cannot be handed over is refused like any other: its report says why.
+  // A --net proxy run whose proxy cannot start is refused like any other: its report says why.
   TempDir reports("launcher-report");
   RunResult r = run({launcher, "exec", "--net", "proxy", "--report", reports / "r.json", "--", "/bin/true"}, o);
   EXPECT_EQ(r.exit_code, 125) << r.describe();
   const std::string report = reports.read("r.json");
   EXPECT_NE(report.find("\"exit_code\":125"), std::string::npos) << report;
   EXPECT_NE(report.find("corral-core: No such file or directory"), std::string::npos) << report;
+}
+
+// The proxy process of a launcher's --net proxy run is corral-core's internal command: the
+// launcher never hands it over, and corral-core started by hand (wrong parent, no control
+// socket on fd 3) refuses on one line and serves nothing.
+TEST(LauncherHandsOff, TheProxyProcessCommandIsNotForHands) {
+  RunResult viaLauncher = run({corralBin(), "__egress-serve", "1", "--net", "proxy", "--", "/bin/true"});
+  EXPECT_EQ(viaLauncher.exit_code, 125) << viaLauncher.describe();
+  EXPECT_EQ(viaLauncher.err, "corral: unknown command __egress-serve (try corral --help)\n");
+  const std::string core = corralBin().substr(0, corralBin().rfind('/') + 1) + "corral-core";
+  for (const std::string& parent : {std::string("1"), std::to_string(::getpid()), std::string("x")}) {
+    RunResult r = run({core, "__egress-serve", parent, "--net", "proxy", "--", "/bin/true"});
+    EXPECT_EQ(r.exit_code, 125) << r.describe();
+    EXPECT_EQ(r.err, "corral: __egress-serve is started by corral exec --net proxy, not by hand\n") << parent;
+    EXPECT_EQ(r.out, "");
+  }
 }
 
 // Started from a memfd (fexecve), /proc/self/exe names no directory: the launcher must not

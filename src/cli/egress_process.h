@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// `corral exec --net proxy` run by the launcher: the egress proxy lives in a corral-core
+// process started beside the sandbox, so corral-core's start (its loader, relocations and
+// page faults: most of the cost of a proxied launch, docs/benchmarks.md) runs while the
+// sandbox is built instead of before it.
+//
+// The launcher decides everything the sandbox sees before the clone: the channel (a
+// SOCK_SEQPACKET pair, its end as SandboxSpec::proxy.channel), the proxy variables and one
+// placeholder per lease, drawn from random bytes it then hands to the proxy, which derives the
+// same placeholders from them. The command starts only after the proxy says it serves
+// (ExecEgress::ready, waited for before init's go): a credential whose variable is unset, a
+// bad CA bundle or a proxy that cannot start refuses the run as before, with nothing run.
+//
+//   corral-core __egress-serve PARENT_PID EXEC_ARGS...
+//   fd 3: control, a SOCK_STREAM socket. Launcher -> proxy: 16 random bytes per lease (in
+//         --credential order); later, end of file = stop. Proxy -> launcher: one line,
+//         "ready" or "error MESSAGE"; after the stop, the report's "egress" (and "leases")
+//         as one JSON object, then end of file.
+//   fd 4: the proxy's end of the sandbox's channel.
+// The proxy process dies with the launcher (PR_SET_PDEATHSIG, checked against PARENT_PID)
+// and ignores the terminal's signals: Ctrl-C reaches the command through the launcher, and
+// the proxy stays until the launcher stops it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "cli/exec.h"
+
+namespace corral::cli {
+
+inline constexpr char kEgressServeCommand[] = "__egress-serve";
+
+// Launcher side: starts the proxy process for `inv` (parsed from exec_args, the words after
+// "exec") and points inv.spec at it.
+Result<std::unique_ptr<ExecEgress>> startEgressProcess(ExecInvocation& inv, const std::vector<std::string>& exec_args);
+
+// corral-core side: argv after "__egress-serve". Exit status 0 when stopped as above.
+int egressServeMain(const std::vector<std::string>& args);
+
+}  // namespace corral::cli

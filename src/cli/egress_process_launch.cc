@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+// The launcher's side of a proxy process (cli/egress_process.h): start it, wait until it
+// serves, stop it and take its events for the report.
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "base/raw_syscall.h"
+#include "cli/egress_process.h"
+#include "cli/exec_options.h"
+#include "cli/launcher.h"
+#include "sandbox/cpu_placement.h"
+#include "net/lease_spec.h"
+#include "policy/egress_grant.h"
+
+extern char** environ;
+
+namespace corral::cli {
+namespace {
+
+// Neither a start nor a stop takes long (corral-core starts in a few ms, a stop closes what
+// is open); past this the proxy is taken as hung, and the run as failed.
+constexpr int kProxyWaitMs = 10'000;
+
+// The proxy's fds in its own process, where egressServeMain expects them.
+constexpr int kControlFd = 3;
+constexpr int kChannelFd = 4;
+
+constexpr size_t kChildStackBytes = size_t{64} * 1024;
+
+// What the child needs, in the parent's memory (it shares it until its execve).
+struct ChildArgs {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  int devnull, ctl, chan;  // all above kChannelFd
+  bool restore_policy;      // placement::QuietBirth was active at the clone
+};
+
+// The child, from clone to execve: it shares the launcher's memory (CLONE_VM: no page tables
+// copied, and the launcher goes on at once instead of waiting for the exec, as posix_spawn's
+// vfork would, 0.3-2 ms here), so it makes raw system calls only (base/raw_syscall.h) and
+// writes nothing but its own stack. Stdin and stdout are /dev/null (the command owns the
+// caller's), stderr is shared for the proxy's log lines; only the control socket and the
+// channel cross besides, on fixed numbers. It dies with the launcher (PR_SET_PDEATHSIG; the
+// proxy checks its parent is still the launcher, closing the race), with the caller's
+// signal mask cleared. A failed exec exits 127, which stop() reports.
+CORRAL_ON_OWN_STACK int childEntry(void* arg) {
+  const ChildArgs& a = *static_cast<const ChildArgs*>(arg);
+  const uint64_t no_signals = 0;
+  if (a.restore_policy) {
+    const sched_param none{};
+    rawSyscall(SYS_sched_setscheduler, 0, SCHED_OTHER, reinterpret_cast<long>(&none));
+  }
+  if (rawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL) != 0 || rawSyscall(SYS_dup3, a.devnull, 0, 0) < 0 ||
+      rawSyscall(SYS_dup3, a.devnull, 1, 0) < 0 || rawSyscall(SYS_dup3, a.ctl, kControlFd, 0) < 0 ||
+      rawSyscall(SYS_dup3, a.chan, kChannelFd, 0) < 0 ||
+      rawSyscall(SYS_close_range, kChannelFd + 1, ~0u, 0) != 0 ||
+      rawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&no_signals), 0, sizeof no_signals) != 0)
+    rawSyscall(SYS_exit, 127);
+  rawSyscall(SYS_execve, reinterpret_cast<long>(a.path), reinterpret_cast<long>(a.argv), reinterpret_cast<long>(a.envp));
+  rawSyscall(SYS_exit, 127);
+  return 127;
+}
+
+std::string describeStatus(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+class EgressProcess final : public ExecEgress {
+ public:
+  explicit EgressProcess(bool with_leases) : with_leases_(with_leases) {}
+  ~EgressProcess() override {
+    // Only on a path that never stopped it (stop() reaps it): it must not outlive the run.
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    // Reaped, so it has exec'd or died: nothing runs on its stack.
+    if (stack_) ::munmap(stack_, kChildStackBytes);
+  }
+  EgressProcess(const EgressProcess&) = delete;
+  EgressProcess& operator=(const EgressProcess&) = delete;
+
+  Result<void> start(ExecInvocation& inv, const std::vector<std::string>& exec_args) {
+    ASSIGN_OR_RETURN(std::string core, coreBinaryPath());
+    int ctl[2], chan[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0) return sysError("egress control socketpair");
+    UniqueFd ctl_mine(ctl[0]), ctl_theirs(ctl[1]);
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0) return sysError("egress channel socketpair");
+    UniqueFd chan_sandbox(chan[0]), chan_proxy(chan[1]);
+
+    // The placeholders, fixed here because the sandbox's environment is fixed at the clone;
+    // the proxy derives the same ones from the same bytes.
+    std::string random(inv.credentials.size() * net::kPlaceholderRandomBytes, '\0');
+    for (size_t got = 0; got < random.size();) {
+      const ssize_t n = ::getrandom(random.data() + got, random.size() - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return sysError("getrandom");
+      got += static_cast<size_t>(n);
+    }
+    // The proxy reads them first; a stream socket's buffer holds far more than any lease list.
+    if (!random.empty() && ::send(ctl_mine.get(), random.data(), random.size(), MSG_NOSIGNAL) !=
+                               static_cast<ssize_t>(random.size()))
+      return sysError("egress control: send");
+
+    words_ = {core, kEgressServeCommand, std::to_string(::getpid())};
+    words_.insert(words_.end(), exec_args.begin(), exec_args.end());
+    for (std::string& w : words_) argv_.push_back(w.data());
+    argv_.push_back(nullptr);
+    // Checked here: the child's own exec failure would only show as its exit status.
+    if (::access(core.c_str(), X_OK) != 0) return sysError("cannot start " + core);
+
+    // Everything the child reads stays put (members) until it has exec'd or died. Its fds are
+    // moved above the numbers it places them on, so one dup cannot overwrite another.
+    UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (!devnull.valid()) return sysError("open /dev/null");
+    UniqueFd ctl_high(::fcntl(ctl_theirs.get(), F_DUPFD_CLOEXEC, 10));
+    UniqueFd chan_high(::fcntl(chan_proxy.get(), F_DUPFD_CLOEXEC, 10));
+    UniqueFd null_high(::fcntl(devnull.get(), F_DUPFD_CLOEXEC, 10));
+    if (!ctl_high.valid() || !chan_high.valid() || !null_high.valid()) return sysError("egress fds");
+    child_ = {argv_[0], argv_.data(), environ, null_high.get(), ctl_high.get(), chan_high.get(), false};
+    stack_ = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack_ == MAP_FAILED) {
+      stack_ = nullptr;
+      return sysError("mmap");
+    }
+    cpu_set_t cpus;
+    const bool cpus_known = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+    std::optional<sandbox::placement::QuietBirth> quiet;
+    if (cpus_known) quiet.emplace();
+    child_.restore_policy = quiet && quiet->active();
+    const int pid = ::clone(childEntry, static_cast<char*>(stack_) + kChildStackBytes, CLONE_VM | SIGCHLD, &child_);
+    if (pid < 0) return sysError("cannot start " + core);
+    if (cpus_known) sandbox::placement::nudgeOffMyCpu(pid, cpus);
+    quiet.reset();
+    pid_ = pid;
+    ctl_ = std::move(ctl_mine);
+    channel_ = std::move(chan_sandbox);
+
+    inv.spec.proxy.channel = channel_.get();
+    for (std::string& kv : policy::egress::proxyEnvironment(inv.spec.proxy.port)) inv.spec.env.push_back(std::move(kv));
+    for (size_t i = 0; i < inv.credentials.size(); ++i) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>(random.data()) + i * net::kPlaceholderRandomBytes;
+      inv.spec.env.push_back(inv.credentials[i].env + "=" +
+                             net::leasePlaceholder(inv.credentials[i].name,
+                                                   std::span<const uint8_t, net::kPlaceholderRandomBytes>(
+                                                       bytes, net::kPlaceholderRandomBytes)));
+    }
+    explicit_bzero(random.data(), random.size());
+    return {};
+  }
+
+  Result<void> ready() override {
+    // Without leases nothing the caller gave can make the proxy refuse (the launcher parsed the
+    // same arguments), so the command does not wait for it: a connection it makes first waits
+    // in the channel until the proxy serves. A proxy that cannot start after all ends the run
+    // as corral's failure (stop()), with nothing let out meanwhile. With leases, a secret's
+    // variable, its value or the CA bundle may be refused: the command waits for the answer.
+    if (!with_leases_) return {};
+    return readReadyLine();
+  }
+
+  Result<void> readReadyLine() {
+    std::string line;
+    while (line.find('\n') == std::string::npos) {
+      char buf[512];
+      auto n = readSome(buf, sizeof buf);
+      if (!n) return n.error();
+      if (*n == 0) return ended("ended before it served");
+      line.append(buf, *n);
+    }
+    const size_t eol = line.find('\n');
+    pending_ = line.substr(eol + 1);
+    line.resize(eol);
+    ready_read_ = true;
+    if (line == "ready") return {};
+    // It has said why it will not serve and exits: stop() only reaps it.
+    refused_ = true;
+    if (line.rfind("error ", 0) == 0) return Error(Errc::kRefused, line.substr(6));
+    return Error(Errc::kIo, "the egress proxy said something unexpected");
+  }
+
+  Result<void> stop() override {
+    if (pid_ <= 0) return {};
+    ::shutdown(ctl_.get(), SHUT_WR);
+    std::string text = std::move(pending_);
+    Result<void> failed{};
+    for (;;) {
+      char buf[16384];
+      auto n = readSome(buf, sizeof buf);
+      if (!n) {
+        failed = n.error();
+        ::kill(pid_, SIGKILL);
+        break;
+      }
+      if (*n == 0) break;
+      text.append(buf, *n);
+    }
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    if (refused_) return {};
+    if (!failed) return failed;
+    // The answer to the start is still first when nobody waited for it.
+    if (!ready_read_) {
+      const size_t eol = text.find('\n');
+      const std::string line = text.substr(0, eol);
+      if (line.rfind("error ", 0) == 0) return Error(Errc::kRefused, line.substr(6));
+      text.erase(0, eol == std::string::npos ? text.size() : eol + 1);
+      if (line != "ready" && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return Error(Errc::kIo, "the egress proxy said something unexpected");
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return Error(Errc::kIo, "the egress proxy (corral-core) ended with " + describeStatus(status));
+    summary_ = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!summary_.is_object()) return Error(Errc::kIo, "the egress proxy's events are unreadable");
+    return {};
+  }
+
+  void addToReport(nlohmann::ordered_json& extra) override {
+    extra["egress"] = summary_.contains("egress") ? summary_["egress"] : nlohmann::ordered_json::array();
+    if (with_leases_) extra["leases"] = summary_.contains("leases") ? summary_["leases"] : nlohmann::ordered_json::array();
+  }
+
+ private:
+  // One read from the control socket, waiting at most kProxyWaitMs. 0: end of file.
+  Result<size_t> readSome(char* buf, size_t size) {
+    for (;;) {
+      pollfd p{ctl_.get(), POLLIN, 0};
+      const int r = ::poll(&p, 1, kProxyWaitMs);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return sysError("egress control: poll");
+      if (r == 0) return Error(Errc::kIo, "the egress proxy did not answer in " + std::to_string(kProxyWaitMs / 1000) + " s");
+      const ssize_t n = ::read(ctl_.get(), buf, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return sysError("egress control: read");
+      return static_cast<size_t>(n);
+    }
+  }
+
+  Error ended(const std::string& what) {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    return Error(Errc::kIo, "the egress proxy (corral-core) " + what + " (" + describeStatus(status) + ")");
+  }
+
+  const bool with_leases_;
+  std::vector<std::string> words_;  // the child's argv, kept until it has exec'd
+  std::vector<char*> argv_;
+  ChildArgs child_{};
+  void* stack_ = nullptr;
+  pid_t pid_ = -1;
+  UniqueFd ctl_;
+  UniqueFd channel_;  // the sandbox's end
+  std::string pending_;  // read past the ready line
+  bool ready_read_ = false;
+  bool refused_ = false;  // said "error" instead of "ready": already reported
+  nlohmann::ordered_json summary_ = nlohmann::ordered_json::object();
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ExecEgress>> startEgressProcess(ExecInvocation& inv, const std::vector<std::string>& exec_args) {
+  auto egress = std::make_unique<EgressProcess>(!inv.credentials.empty());
+  RETURN_IF_ERROR(egress->start(inv, exec_args));
+  return std::unique_ptr<ExecEgress>(std::move(egress));
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// The launcher's proxy process (src/cli/egress_process.h): a `corral exec --net proxy` run has
+// its egress proxy in a corral-core process started beside the sandbox. It must end with corral
+// however corral ends (pidns.no-survivors), a proxy that dies lets nothing out and fails the
+// run (egress.allowlist-only), and the terminal's Ctrl-C is the command's, not the proxy's.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "egress_fixture.h"
+#include "harness.h"
+
+namespace corral::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::string readProcFile(pid_t pid, const char* name) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+pid_t parentOf(pid_t pid) {
+  const std::string stat = readProcFile(pid, "stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 2));
+  char state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// Every live process whose argv[1] is the proxy command (zombies have an empty cmdline).
+std::vector<pid_t> egressProcesses() {
+  std::vector<pid_t> found;
+  DIR* d = ::opendir("/proc");
+  if (!d) return found;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    const std::string cmdline = readProcFile(pid, "cmdline");
+    const size_t first = cmdline.find('\0');
+    if (first != std::string::npos && cmdline.compare(first + 1, 15, std::string("__egress-serve") + '\0') == 0)
+      found.push_back(pid);
+  }
+  ::closedir(d);
+  return found;
+}
+
+// The proxy process corral `parent` started, waiting up to 5 s for it to appear.
+pid_t egressOf(pid_t parent) {
+  for (int i = 0; i < 100; ++i) {
+    for (pid_t p : egressProcesses())
+      if (parentOf(p) == parent) return p;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return -1;
+}
+
+// The process no longer exists (reaped), or with `zombie_ok` has at least stopped running.
+bool goneWithin(pid_t pid, milliseconds timeout, bool zombie_ok = false) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    const std::string stat = readProcFile(pid, "stat");
+    if (stat.empty()) return true;
+    const size_t close = stat.rfind(')');
+    if (zombie_ok && close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+std::vector<std::string> proxiedShell(const std::string& script, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {corralBin(), "exec", "--net", "proxy", "--timeout", "60s"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
+  return argv;
+}
+
+// --- pidns.no-survivors: corral killed from outside leaves no proxy process either. ---
+
+TEST(PidnsNoSurvivors, KillingCorralLeavesNoEgressProxy) {
+  for (int sig : {SIGKILL, SIGTERM}) {
+    SCOPED_TRACE(strsignal(sig));
+    Process corral = Process::start(proxiedShell("echo ready; exec sleep 60"));
+    auto ready = corral.readLine(seconds(30));
+    ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+    const pid_t proxy = egressOf(corral.pid());
+    ASSERT_GT(proxy, 0) << "control: the run's proxy process must be visible beside corral";
+    corral.signal(sig);
+    if (!corral.exitedWithin(seconds(3))) corral.signal(SIGKILL);
+    RunResult r = corral.wait();
+    const bool gone = goneWithin(proxy, seconds(5));
+    EXPECT_TRUE(gone) << claim("pidns.no-survivors", std::string("after ") + strsignal(sig) +
+                                                      " to corral, its egress proxy (pid " + std::to_string(proxy) +
+                                                      ") survives")
+                      << r.describe();
+    if (!gone) ::kill(proxy, SIGKILL);
+  }
+}
+
+// --- egress.allowlist-only: the proxy is the only way out, also when it dies. ---
+
+// The proxy killed while the command runs: the command's next request through a granted grant
+// gets nowhere, and corral reports the run as its own failure (125) on one line.
+TEST(EgressAllowlistOnly, AProxyThatDiesMidRunLetsNothingOutAndFailsTheRun) {
+  EgressServers s;
+  REQUIRE_SERVERS(s);
+  const std::string url = s.httpUrl() + "/hello";
+  Process corral = Process::start(
+      proxiedShell("echo ready; read go; curl -s -o /dev/null --max-time 10 -w '%{http_code}' '" + url +
+                       "'; echo \" curl=$?\"",
+                   {"--allow", s.httpUrl()}),
+      RunOptions{.stdin_pipe = true});
+  auto ready = corral.readLine(seconds(30));
+  ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+  const pid_t proxy = egressOf(corral.pid());
+  ASSERT_GT(proxy, 0) << "control: the run's proxy process must be visible beside corral";
+  const int before = s.count(false);
+  ASSERT_EQ(::kill(proxy, SIGKILL), 0);
+  ASSERT_TRUE(goneWithin(proxy, seconds(5), /*zombie_ok=*/true));
+  corral.closeStdin();  // `read go` returns: the command goes on to its request
+  RunResult r = corral.wait();
+  EXPECT_EQ(s.count(false), before) << claim("egress.allowlist-only", "a request arrived with the proxy dead")
+                                    << r.describe();
+  EXPECT_EQ(r.out.find("200"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find(" curl="), std::string::npos) << "the command must have run to its end" << r.describe();
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.err, "corral: --net proxy: the egress proxy (corral-core) ended with killed by signal 9\n")
+      << r.describe();
+}
+
+// Control for the test above: the same run, proxy left alone, gets its 200.
+TEST(EgressAllowlistOnly, ControlWithTheProxyAliveTheSameRequestArrives) {
+  EgressServers s;
+  REQUIRE_SERVERS(s);
+  const std::string url = s.httpUrl() + "/hello";
+  RunResult r = run(proxiedShell("curl -sS -o /dev/null --max-time 10 -w '%{http_code}' '" + url + "'; echo \" curl=$?\"",
+                                 {"--allow", s.httpUrl()}));
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "200 curl=0\n") << r.describe();
+}
+
+// --- The terminal's signals: Ctrl-C (SIGINT to corral's whole process group) is forwarded to
+// the command by corral; the proxy ignores it and serves to the end, so the run ends as the
+// command decides and the report still has the proxy's events. ---
+
+TEST(ExecEgressProcess, CtrlCIsTheCommandsAndTheProxyServesToTheEnd) {
+  EgressServers s;
+  REQUIRE_SERVERS(s);
+  const std::string url = s.httpUrl() + "/after-interrupt";
+  // setsid(1) execs corral as the leader of a new process group (no fork: Process's child is
+  // not a group leader), so the whole group can be signalled as a terminal would.
+  std::vector<std::string> argv = {"/usr/bin/setsid"};
+  for (const std::string& a :
+       proxiedShell("trap 'curl -sS -o /dev/null --max-time 10 -w \"%{http_code}\" \"" + url +
+                        "\"; echo \" interrupted\"; exit 3' INT; echo ready; while :; do sleep 0.05; done",
+                    {"--allow", s.httpUrl(), "--json"}))
+    argv.push_back(a);
+  Process corral = Process::start(argv);
+  auto ready = corral.readLine(seconds(30));
+  ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+  ASSERT_GT(egressOf(corral.pid()), 0) << "control: the run's proxy process must be visible beside corral";
+  ASSERT_EQ(::kill(-corral.pid(), SIGINT), 0);
+  RunResult r = corral.wait();
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_NE(r.out.find("200 interrupted"), std::string::npos) << "the request after Ctrl-C got through" << r.describe();
+  ASSERT_TRUE(r.report) << r.describe();
+  ASSERT_TRUE((*r.report)["egress"].is_array()) << r.describe();
+  EXPECT_EQ((*r.report)["egress"].size(), 1u) << r.describe();
+  EXPECT_TRUE(r.stderrLines().empty()) << r.describe();
+}
+
+}  // namespace
+}  // namespace corral::testing
