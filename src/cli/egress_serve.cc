@@ -106,7 +106,11 @@ int egressServeMain(const std::vector<std::string>& args) {
   if (auto stopped = egress->stop(); !stopped) return kExitCorral;
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   egress->addToReport(extra);
-  return writeAll(extra.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) ? 0 : kExitCorral;
+  const bool sent = writeAll(extra.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  // _exit, not a return: exit() would wait for a trust store still loading for leases nobody
+  // used (net/tls_upstream.cc), and nothing of this process needs tearing down. Everything
+  // was written with send(2).
+  ::_exit(sent ? 0 : kExitCorral);
 }
 
 }  // namespace corral::cli

@@ -9,10 +9,18 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
 
 namespace corral::net {
 namespace {
@@ -77,29 +85,120 @@ Result<void> setNonBlocking(int fd) {
 
 }  // namespace
 
-void TlsClientContext::Free::operator()(ssl_ctx_st* ctx) const { SSL_CTX_free(ctx); }
 void TlsStream::Free::operator()(ssl_st* ssl) const { SSL_free(ssl); }
 
-Result<TlsClientContext> TlsClientContext::create(const TlsOptions& options) {
-  std::unique_ptr<ssl_ctx_st, Free> ctx(SSL_CTX_new(TLS_client_method()));
-  if (!ctx) return Error(Errc::kUnsupported, "tls: SSL_CTX_new: " + sslErrorText());
+namespace {
+
+struct CtxFree {
+  void operator()(ssl_ctx_st* ctx) const { SSL_CTX_free(ctx); }
+};
+using CtxPtr = std::unique_ptr<ssl_ctx_st, CtxFree>;
+
+CtxPtr newClientCtx() {
+  CtxPtr ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx) return ctx;
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
-  if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1)
-    return Error(Errc::kUnsupported, "tls: cannot require TLS 1.2: " + sslErrorText());
+  if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) return nullptr;
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-  if (options.ca_bundle_path.empty()) {
-    if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
-      return Error(Errc::kUnsupported, "tls: cannot load the system trust store: " + sslErrorText());
-  } else {
-    struct stat st{};
-    if (::stat(options.ca_bundle_path.c_str(), &st) != 0) return sysError("tls: CA bundle " + options.ca_bundle_path);
-    if (SSL_CTX_load_verify_file(ctx.get(), options.ca_bundle_path.c_str()) != 1)
-      return Error(Errc::kInvalidArgument,
-                   "tls: CA bundle " + options.ca_bundle_path + " holds no usable PEM certificate: " + sslErrorText());
+  return ctx;
+}
+
+}  // namespace
+
+struct TlsClientContext::State {
+  TlsOptions options;
+  // Set once: by create() for a CA bundle, by the loader for the system store.
+  std::mutex mu;
+  std::condition_variable loaded_cv;
+  bool loaded = false;
+  CtxPtr ctx;
+  std::optional<Error> error;  // why ctx could not be made
+};
+
+namespace {
+
+// Loaders still running. exit() waits for them (waitForLoaders, an atexit handler registered
+// after OpenSSL's own, so it runs first): OpenSSL's exit-time cleanup would free what a loader
+// uses. A process that must not wait ends with _exit (the proxy process, egress_serve.cc).
+std::mutex g_loaders_mu;
+std::condition_variable g_loaders_cv;
+int g_loaders = 0;
+
+void waitForLoaders() {
+  std::unique_lock lock(g_loaders_mu);
+  g_loaders_cv.wait(lock, [] { return g_loaders == 0; });
+}
+
+// The system store, on a detached thread holding its own reference to the state: a run that
+// never makes a lease request does not wait for it when its proxy stops. Lowest share of a
+// busy CPU (a thread's nice is its own on Linux, and the thread ends here), so it fills the
+// gaps the launch leaves.
+void loadSystemStore(const std::shared_ptr<TlsClientContext::State>& state) {
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+  CtxPtr made = newClientCtx();
+  std::optional<Error> error;
+  if (!made) error = Error(Errc::kUnsupported, "tls: cannot make a client context: " + sslErrorText());
+  else if (SSL_CTX_set_default_verify_paths(made.get()) != 1)
+    error = Error(Errc::kUnsupported, "tls: cannot load the system trust store: " + sslErrorText());
+  std::lock_guard lock(state->mu);
+  if (error) state->error = std::move(error);
+  else state->ctx = std::move(made);
+  state->loaded = true;
+  state->loaded_cv.notify_all();
+}
+
+void startLoader(const std::shared_ptr<TlsClientContext::State>& state) {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    OPENSSL_init_ssl(0, nullptr);  // its atexit cleanup first, so that ours runs before it
+    std::atexit(waitForLoaders);
+  });
+  {
+    std::lock_guard lock(g_loaders_mu);
+    ++g_loaders;
   }
+  auto run = [state] {
+    loadSystemStore(state);
+    std::lock_guard lock(g_loaders_mu);
+    --g_loaders;
+    g_loaders_cv.notify_all();
+  };
+  try {
+    std::thread(run).detach();
+  } catch (const std::system_error&) {
+    run();  // no thread to be had: load it here
+  }
+}
+
+}  // namespace
+
+Result<TlsClientContext> TlsClientContext::create(const TlsOptions& options) {
   if (options.connect_timeout.count() <= 0 || options.io_timeout.count() <= 0)
     return Error(Errc::kInvalidArgument, "tls: timeouts must be positive");
-  return TlsClientContext(std::move(ctx), options);
+  auto state = std::make_shared<State>();
+  state->options = options;
+  if (options.ca_bundle_path.empty()) {
+    startLoader(state);
+    return TlsClientContext(std::move(state));
+  }
+  struct stat st{};
+  if (::stat(options.ca_bundle_path.c_str(), &st) != 0) return sysError("tls: CA bundle " + options.ca_bundle_path);
+  state->ctx = newClientCtx();
+  if (!state->ctx) return Error(Errc::kUnsupported, "tls: cannot make a client context: " + sslErrorText());
+  if (SSL_CTX_load_verify_file(state->ctx.get(), options.ca_bundle_path.c_str()) != 1)
+    return Error(Errc::kInvalidArgument,
+                 "tls: CA bundle " + options.ca_bundle_path + " holds no usable PEM certificate: " + sslErrorText());
+  state->loaded = true;
+  return TlsClientContext(std::move(state));
+}
+
+const TlsOptions& TlsClientContext::options() const { return state_->options; }
+
+Result<ssl_ctx_st*> TlsClientContext::get() const {
+  std::unique_lock lock(state_->mu);
+  state_->loaded_cv.wait(lock, [this] { return state_->loaded; });
+  if (state_->error) return *state_->error;
+  return state_->ctx.get();
 }
 
 Result<TlsStream> TlsStream::connect(const TlsClientContext& ctx, const policy::egress::IpAddress& address,
@@ -140,7 +239,8 @@ Result<TlsStream> TlsStream::handshake(const TlsClientContext& ctx, UniqueFd con
   std::string what = "tls: handshake with " + host_for_verify;
   auto deadline = Clock::now() + ctx.options().connect_timeout;
   RETURN_IF_ERROR(setNonBlocking(connected.get()));
-  std::unique_ptr<ssl_st, Free> ssl(SSL_new(ctx.get()));
+  ASSIGN_OR_RETURN(ssl_ctx_st * loaded, ctx.get());
+  std::unique_ptr<ssl_st, Free> ssl(SSL_new(loaded));
   if (!ssl) return Error(Errc::kUnsupported, what + ": SSL_new: " + sslErrorText());
   if (host_for_verify.empty()) return Error(Errc::kInvalidArgument, what + ": no host to verify");
   if (isIpLiteral(host_for_verify)) {

@@ -25,21 +25,25 @@ struct TlsOptions {
 };
 
 // The client configuration, trust store loaded once: peer verification on, TLS >= 1.2,
-// renegotiation off. Shared by every stream; immutable after create().
+// renegotiation off. Shared by every stream; immutable once loaded.
 class TlsClientContext {
  public:
+  // With ca_bundle_path, the bundle is loaded here and a bad one is the error. The system
+  // store instead loads on a thread of its own, at low priority, while the caller goes on:
+  // OpenSSL's start and the default bundle take 25-40 ms here, several times a whole
+  // sandboxed launch, and a lease run's command should not wait for them before it starts.
+  // The first handshake waits for the load (get()).
   static Result<TlsClientContext> create(const TlsOptions& options);
-  const TlsOptions& options() const { return options_; }
-  ssl_ctx_st* get() const { return ctx_.get(); }
+  const TlsOptions& options() const;
+  // The loaded context; waits while the system store is still loading. An error when it could
+  // not be loaded (every handshake then fails with it).
+  Result<ssl_ctx_st*> get() const;
+
+  struct State;  // shared with the loader thread (tls_upstream.cc)
 
  private:
-  struct Free {
-    void operator()(ssl_ctx_st* ctx) const;
-  };
-  TlsClientContext(std::unique_ptr<ssl_ctx_st, Free> ctx, TlsOptions options)
-      : ctx_(std::move(ctx)), options_(std::move(options)) {}
-  std::unique_ptr<ssl_ctx_st, Free> ctx_;
-  TlsOptions options_;
+  explicit TlsClientContext(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
 };
 
 // One verified TLS connection. host_for_verify is the grant's canonical host text: a name

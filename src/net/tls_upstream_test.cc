@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -239,6 +240,24 @@ TEST_F(TlsUpstreamTest, SystemStoreDoesNotTrustTheTestCa) {
   auto s = dial(*ctx, server.port(), "test.example");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), static_cast<int>(Errc::kRefused)) << s.error().message();
+}
+
+// The system store loads on a thread of its own (create() does not wait for it) and the
+// handshake waits for it: the store OpenSSL's defaults name, here through SSL_CERT_FILE, is
+// what verifies. The control is SystemStoreDoesNotTrustTheTestCa above.
+TEST_F(TlsUpstreamTest, TheSystemStoreLoadedBehindTheCallerIsWhatVerifies) {
+  Cert cert = pki_.leaf({"test.example", "DNS:test.example"});
+  TestServer server(cert.get(), pki_.leaf_key.get());
+  const char* old_file = std::getenv("SSL_CERT_FILE");
+  const std::string saved = old_file ? old_file : "";
+  ::setenv("SSL_CERT_FILE", pki_.bundle_path.c_str(), 1);
+  auto ctx = TlsClientContext::create({});
+  ASSERT_TRUE(ctx.ok()) << ctx.error().message();
+  auto s = dial(*ctx, server.port(), "test.example");
+  EXPECT_TRUE(s.ok()) << s.error().message();
+  // Only now: the loader reads the variable on its own thread.
+  if (old_file) ::setenv("SSL_CERT_FILE", saved.c_str(), 1);
+  else ::unsetenv("SSL_CERT_FILE");
 }
 
 TEST_F(TlsUpstreamTest, ExpiredCertificateIsRefused) {
