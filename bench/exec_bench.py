@@ -300,6 +300,11 @@ def main_candidates(ctx: Context, as_nobody: bool) -> list[Candidate]:
     return c
 
 
+# The lease variant's secret: a fixed stand-in set in this process's environment (main), which
+# the timer and corral inherit. Never sent anywhere: the command makes no request.
+LEASE_ENV = "CORRAL_BENCH_LEASE_SECRET"
+
+
 def breakdown_candidates(ctx: Context) -> list[Candidate]:
     """Variants that isolate one cost each, timed in their own interleaved run."""
     u = ["unshare"]
@@ -343,6 +348,12 @@ def breakdown_candidates(ctx: Context) -> list[Candidate]:
         Candidate("corral_cg", "corral exec --memory 256M --pids 256",
                   [corral, "exec", "--memory", "256M", "--pids", "256", "--", "/bin/true"],
                   root_only=True),
+        # The egress proxy: a corral-core process started beside the sandbox (docs/architecture.md,
+        # "Two binaries"); with a lease the command waits until the proxy has read its secret.
+        Candidate("corral_proxy", "corral exec --net proxy", [corral, "exec", "--net", "proxy", "--", "/bin/true"]),
+        Candidate("corral_lease", "corral exec --net proxy --credential (one lease)",
+                  [corral, "exec", "--net", "proxy", "--credential",
+                   f"bench={LEASE_ENV}@https://api.example.com", "--", "/bin/true"]),
     ]
     return c
 
@@ -1213,7 +1224,8 @@ def where_ms(ctx, main_r, bd_c, bd_r, cg_ops, timing, timing_cg, traces,
             "unshare_net_only": "unshare_none", "bwrap_mnt": "fork", "bwrap_nonet": "bwrap_mnt",
             "bwrap": "bwrap_nonet", "fork_setns": "fork", "corral_version": "fork",
             "corral": "corral_version",
-            "corral_mem": "corral", "corral_pids": "corral", "corral_cg": "corral"}
+            "corral_mem": "corral", "corral_pids": "corral", "corral_cg": "corral",
+            "corral_proxy": "corral", "corral_lease": "corral_proxy"}
     L += ["| variant | median ms | CPU ms | delta ms | vs |", "|---|---:|---:|---:|---|"]
     for c in bd_c:
         r = bd_r.get(c.key)
@@ -1416,6 +1428,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.render_from:
         return render_from(args)
+    os.environ.setdefault(LEASE_ENV, "corral-bench-stand-in-secret")
 
     corral = Path(args.corral).resolve()
     timer = find_timer(corral, args.timer)

@@ -61,6 +61,16 @@ struct ChildArgs {
 CORRAL_ON_OWN_STACK int childEntry(void* arg) {
   const ChildArgs& a = *static_cast<const ChildArgs*>(arg);
   const uint64_t no_signals = 0;
+  // The terminal's signals are the command's (egress_process.h): ignored from here, through the
+  // exec, so a Ctrl-C right after the launch cannot end the proxy before its main() does this.
+  struct {
+    long handler;
+    unsigned long flags;
+    long restorer;
+    uint64_t mask;
+  } ignore{reinterpret_cast<long>(SIG_IGN), 0, 0, 0};
+  for (int sig : {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGTERM, SIGPIPE})
+    rawSyscall(SYS_rt_sigaction, sig, reinterpret_cast<long>(&ignore), 0, sizeof ignore.mask);
   if (a.restore_policy) {
     const sched_param none{};
     rawSyscall(SYS_sched_setscheduler, 0, SCHED_OTHER, reinterpret_cast<long>(&none));

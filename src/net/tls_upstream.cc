@@ -16,11 +16,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 namespace corral::net {
 namespace {
@@ -117,19 +119,28 @@ struct TlsClientContext::State {
 
 namespace {
 
-// Loaders still running. exit() waits for them (waitForLoaders, an atexit handler registered
-// after OpenSSL's own, so it runs first): OpenSSL's exit-time cleanup would free what a loader
-// uses. A process that must not wait ends with _exit (the proxy process, egress_serve.cc).
+// Loader threads, joined at exit (joinLoaders, an atexit handler registered after OpenSSL's
+// own, so it runs first): OpenSSL's exit-time cleanup would free what a loader still uses,
+// including its per-thread state, released only when the thread ends. Finished ones are joined
+// whenever another starts. A process that must not wait ends with _exit (the proxy process,
+// egress_serve.cc).
+struct Loader {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> done;
+};
 std::mutex g_loaders_mu;
-std::condition_variable g_loaders_cv;
-int g_loaders = 0;
+std::vector<Loader> g_loaders;
 
-void waitForLoaders() {
-  std::unique_lock lock(g_loaders_mu);
-  g_loaders_cv.wait(lock, [] { return g_loaders == 0; });
+void joinLoaders() {
+  std::vector<Loader> all;
+  {
+    std::lock_guard lock(g_loaders_mu);
+    all.swap(g_loaders);
+  }
+  for (Loader& l : all) l.thread.join();
 }
 
-// The system store, on a detached thread holding its own reference to the state: a run that
+// The system store, on a thread of its own holding its own reference to the state: a run that
 // never makes a lease request does not wait for it when its proxy stops. Lowest share of a
 // busy CPU (a thread's nice is its own on Linux, and the thread ends here), so it fills the
 // gaps the launch leaves.
@@ -151,22 +162,28 @@ void startLoader(const std::shared_ptr<TlsClientContext::State>& state) {
   static std::once_flag registered;
   std::call_once(registered, [] {
     OPENSSL_init_ssl(0, nullptr);  // its atexit cleanup first, so that ours runs before it
-    std::atexit(waitForLoaders);
+    std::atexit(joinLoaders);
   });
-  {
-    std::lock_guard lock(g_loaders_mu);
-    ++g_loaders;
+  std::vector<Loader> finished;
+  std::lock_guard lock(g_loaders_mu);
+  for (auto it = g_loaders.begin(); it != g_loaders.end();) {
+    if (!it->done->load()) {
+      ++it;
+      continue;
+    }
+    finished.push_back(std::move(*it));
+    it = g_loaders.erase(it);
   }
-  auto run = [state] {
-    loadSystemStore(state);
-    std::lock_guard lock(g_loaders_mu);
-    --g_loaders;
-    g_loaders_cv.notify_all();
-  };
+  for (Loader& l : finished) l.thread.join();
+  auto done = std::make_shared<std::atomic<bool>>(false);
   try {
-    std::thread(run).detach();
+    g_loaders.push_back({std::thread([state, done] {
+                           loadSystemStore(state);
+                           done->store(true);
+                         }),
+                         done});
   } catch (const std::system_error&) {
-    run();  // no thread to be had: load it here
+    loadSystemStore(state);  // no thread to be had: load it here
   }
 }
 

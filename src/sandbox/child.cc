@@ -163,6 +163,10 @@ int superviseCommand(pid_t command, const sigset_t& waited, int proxy_listen) {
 void runInit(const Context& ctx) {
   // If corral dies, so does the sandbox: init's death tears down the whole pid namespace.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Out of corral's process group: a terminal's Ctrl-C goes to that whole group, and init (which
+  // handles SIGINT to forward it) got it directly as well as forwarded by corral, so the command
+  // saw one Ctrl-C twice (2 launches in 5 here). Signals reach init through corral only.
+  ::setpgid(0, 0);
   // cgroup v1 has no CLONE_INTO_CGROUP: init moves itself in through files the parent
   // opened, before it runs anything else, so no untrusted code ever runs outside the cgroup.
   // (A thread moving itself skips the global lock a parent-side attach waits on: ~0.05 ms

@@ -285,5 +285,48 @@ TEST(ExecSupervision, AHelperClonedWhileInitIsNudgedIsStillPlacedAndRescued) {
   EXPECT_GE(by_init, 2) << "init neither placed nor rescued its helper:\n" << dir.read("affinity.trace");
 }
 
+
+// --- Signals reach the command through init, once each. ---
+
+// A python3 inside that counts SIGINT (and SIGTERM) for 0.6 s after it says "ready".
+constexpr char kCountSignals[] =
+    "import signal,time\n"
+    "n={signal.SIGINT:0,signal.SIGTERM:0}\n"
+    "def h(s,f): n[s]+=1\n"
+    "signal.signal(signal.SIGINT,h); signal.signal(signal.SIGTERM,h)\n"
+    "print('ready',flush=True)\n"
+    "end=time.time()+0.6\n"
+    "while time.time()<end: time.sleep(0.005)\n"
+    "print('int=%d term=%d'%(n[signal.SIGINT],n[signal.SIGTERM]),flush=True)\n";
+
+// A terminal's Ctrl-C is SIGINT to corral's whole process group. corral forwards it to init,
+// which passes it on: init must not also take it from the group itself (the command then saw
+// one Ctrl-C twice, in about 2 launches of 5). Several launches, each one Ctrl-C.
+TEST(ExecSignals, ACtrlCToCorralsProcessGroupReachesTheCommandOnce) {
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE(round);
+    // setsid(1) execs corral as the leader of a new process group (no fork: Process's child
+    // is not a group leader), so the whole group can be signalled as a terminal would.
+    Process corral = Process::start({"/usr/bin/setsid", corralBin(), "exec", "--", "python3", "-c", kCountSignals});
+    auto ready = corral.readLine(std::chrono::seconds(30));
+    ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+    ASSERT_EQ(::kill(-corral.pid(), SIGINT), 0);
+    RunResult r = corral.wait();
+    EXPECT_EQ(r.out, "ready\nint=1 term=0\n") << r.describe();
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+  }
+}
+
+// A signal to corral alone (kill PID, as a supervisor sends it) is forwarded, once.
+TEST(ExecSignals, ASignalToCorralAloneIsForwardedOnce) {
+  Process corral = Process::start({corralBin(), "exec", "--", "python3", "-c", kCountSignals});
+  auto ready = corral.readLine(std::chrono::seconds(30));
+  ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+  corral.signal(SIGTERM);
+  RunResult r = corral.wait();
+  EXPECT_EQ(r.out, "ready\nint=0 term=1\n") << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+}
+
 }  // namespace
 }  // namespace corral::testing
