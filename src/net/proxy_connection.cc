@@ -83,6 +83,11 @@ void Connection::onHead() {
   }
 }
 
+void Connection::recordUnread(std::string_view rule) {
+  got_bytes_ = true;
+  abort(rule);
+}
+
 void Connection::abort(std::string_view rule) {
   if (finished_) return;
   if (ev_.decision.empty()) {

@@ -36,7 +36,12 @@ struct ProxyServer::Impl {
   // Invariant: the members below are touched only on the proxy thread.
   std::unordered_set<Connection*> live;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors;
-  std::vector<std::unique_ptr<asio::local::stream_protocol::socket>> channels;
+  // A sandbox's fd channel (adoptFdChannel) and the policy its connections get.
+  struct Channel {
+    std::unique_ptr<asio::local::stream_protocol::socket> sock;
+    std::shared_ptr<const ClientPolicy> policy;
+  };
+  std::vector<Channel> channels;
   bool stopping = false;
   std::atomic<size_t> live_count{0};
   LeaseWorkers workers;  // joined in ~ProxyServer after the proxy thread, before io is destroyed
@@ -68,6 +73,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void begin();                       // read the request head
   void refuse(const Refusal& r);      // answer with the refusal, then close
   void abort(std::string_view rule);  // close now (shutdown, timeouts)
+  // Close now a connection never served whose client had sent a request: it gets its event.
+  void recordUnread(std::string_view rule);
 
  private:
   using Clock = std::chrono::steady_clock;

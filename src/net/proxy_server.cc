@@ -19,9 +19,13 @@ namespace {
 void receiveFds(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* chan,
                 const std::shared_ptr<const ClientPolicy>& policy);
 
-// One recvmsg: a 1-byte payload with one fd. Returns false at EOF or on a hard error.
-bool receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* chan,
-                const std::shared_ptr<const ClientPolicy>& policy) {
+enum class Received { kOne, kNone, kEnd };
+
+// One recvmsg: a 1-byte payload with one fd. kNone: nothing queued; kEnd: EOF or a hard error.
+// The connection is served, or with `at_shutdown` only recorded: one whose client has sent
+// something gets its event (rule proxy-shutdown) and is closed.
+Received receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* chan,
+                    const std::shared_ptr<const ClientPolicy>& policy, bool at_shutdown = false) {
   char byte = 0;
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
@@ -31,7 +35,7 @@ bool receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* c
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
   ssize_t n = ::recvmsg(chan->native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  if (n < 0) return errno == EAGAIN || errno == EINTR ? Received::kNone : Received::kEnd;
   std::vector<UniqueFd> fds;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -42,7 +46,7 @@ bool receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* c
       fds.emplace_back(fd);
     }
   }
-  if (n == 0 && fds.empty()) return false;
+  if (n == 0 && fds.empty()) return Received::kEnd;
   // One fd per message is the protocol; extra fds are closed (by UniqueFd), never served.
   if (fds.size() > 1) log::warn("egress_channel_extra_fds", "tag=" + policy->tag + " fds=" + std::to_string(fds.size()));
   if (msg.msg_flags & MSG_CTRUNC) log::warn("egress_channel_truncated", "tag=" + policy->tag);
@@ -60,21 +64,24 @@ bool receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* c
       ClientSocket s(impl->io);
       boost::system::error_code ec;
       s.assign(asio::generic::stream_protocol(ss.ss_family, 0), fd, ec);
+      char sent;
       if (ec) {
         ::close(fd);
-      } else {
+      } else if (!at_shutdown) {
         impl->start(std::move(s), policy);
+      } else if (::recv(fd, &sent, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+        std::make_shared<Connection>(*impl, std::move(s), policy)->recordUnread("proxy-shutdown");
       }
     }
   }
-  return n != 0;
+  return n != 0 ? Received::kOne : Received::kEnd;
 }
 
 void receiveFds(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* chan,
                 const std::shared_ptr<const ClientPolicy>& policy) {
   chan->async_wait(asio::socket_base::wait_read, [impl, chan, policy](boost::system::error_code ec) {
     if (ec || impl->stopping) return;
-    if (!receiveOne(impl, chan, policy)) {
+    if (receiveOne(impl, chan, policy) == Received::kEnd) {
       boost::system::error_code ignored;
       chan->close(ignored);
       return;
@@ -108,14 +115,28 @@ void ProxyServer::Impl::start(ClientSocket socket, std::shared_ptr<const ClientP
 }
 
 void ProxyServer::Impl::shutdown() {
+  // Connections a sandbox handed over that the loop has not taken yet (the proxy may stop
+  // right after its sandbox ended) still get their event: taken here, then aborted below with
+  // the rest. Otherwise closing the channel would drop them unrecorded.
+  for (Channel& c : channels)
+    while (c.sock->is_open() && receiveOne(this, c.sock.get(), c.policy, /*at_shutdown=*/true) == Received::kOne) {
+    }
   stopping = true;
   boost::system::error_code ignored;
   for (auto& a : acceptors) a->close(ignored);
-  for (auto& c : channels) c->close(ignored);
+  for (Channel& c : channels) c.sock->close(ignored);
   // abort() removes the connection from `live`, so walk a copy.
   std::vector<std::shared_ptr<Connection>> all;
   for (Connection* c : live) all.push_back(c->shared_from_this());
-  for (auto& c : all) c->abort("proxy-shutdown");
+  for (auto& c : all) {
+    // A client whose request is still in its socket, unread, asked for something too: it is
+    // recorded (finish() records only connections that sent bytes). One whose bytes an
+    // unfinished read already took is not: that read's handler never runs now.
+    char byte;
+    if (!c->got_bytes_ && ::recv(c->client_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+      c->got_bytes_ = true;
+    c->abort("proxy-shutdown");
+  }
 }
 
 ProxyServer::ProxyServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -193,7 +214,7 @@ void ProxyServer::adoptFdChannel(UniqueFd unix_sock, std::shared_ptr<const Clien
     if (ec) return;
     owned.release();
     receiveFds(impl, chan.get(), policy);
-    impl->channels.push_back(std::move(chan));
+    impl->channels.push_back({std::move(chan), policy});
   });
 }
 

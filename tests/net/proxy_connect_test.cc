@@ -262,5 +262,38 @@ TEST_F(ProxyConnect, FdChannelServesEachReceivedSocketWithItsPolicy) {
   ::close(chan[1]);  // EOF ends the channel
 }
 
+// Every request a sandbox sends is recorded, also one whose connection is still queued in the
+// channel when the proxy stops (a run's proxy stops right after its sandbox ends, and may not
+// have taken it yet): it is taken and closed with rule proxy-shutdown, never dropped unrecorded.
+// Twenty rounds: without the drain most rounds lose it (the adoption and the stop are posted
+// back to back).
+TEST_F(ProxyConnect, AConnectionStillQueuedInTheChannelAtStopIsRecorded) {
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    EventLog events;
+    auto s = ProxyServer::start({.on_event = [&events](const ConnectionEvent& e) { events.add(e); }});
+    ASSERT_TRUE(s.ok());
+    int chan[2], client[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan), 0);
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, client), 0);
+    // The client has sent its request (curl writes it at once) before the proxy took it.
+    const std::string req = "GET http://127.0.0.1:9/q HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n";
+    ASSERT_EQ(::write(client[1], req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    const char byte = 'f';
+    ASSERT_EQ(sendWithFd(chan[1], &byte, 1, client[0]), 0);
+    ::close(client[0]);
+    (*s)->adoptFdChannel(UniqueFd(chan[0]), policyOf("sandbox-q", {}));
+    s->reset();  // stops the proxy: every event is in afterwards
+    std::vector<ConnectionEvent> all = events.all();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].tag, "sandbox-q");
+    EXPECT_EQ(all[0].rule, "proxy-shutdown");
+    char buf[64];
+    EXPECT_LE(::read(client[1], buf, sizeof buf), 0) << "the client sees its connection closed";
+    ::close(client[1]);
+    ::close(chan[1]);
+  }
+}
+
 }  // namespace
 }  // namespace corral::net::testing
