@@ -266,7 +266,7 @@ TEST_F(ProxyConnect, FdChannelServesEachReceivedSocketWithItsPolicy) {
 // channel when the proxy stops (a run's proxy stops right after its sandbox ends, and may not
 // have taken it yet): it is taken and closed with rule proxy-shutdown, never dropped unrecorded.
 // Twenty rounds: without the drain most rounds lose it (the adoption and the stop are posted
-// back to back).
+// back to back; on a slow host the loop may still serve it first, which records it too).
 TEST_F(ProxyConnect, AConnectionStillQueuedInTheChannelAtStopIsRecorded) {
   for (int round = 0; round < 20; ++round) {
     SCOPED_TRACE(round);
@@ -287,9 +287,8 @@ TEST_F(ProxyConnect, AConnectionStillQueuedInTheChannelAtStopIsRecorded) {
     std::vector<ConnectionEvent> all = events.all();
     ASSERT_EQ(all.size(), 1u);
     EXPECT_EQ(all[0].tag, "sandbox-q");
-    EXPECT_EQ(all[0].rule, "proxy-shutdown");
-    char buf[64];
-    EXPECT_LE(::read(client[1], buf, sizeof buf), 0) << "the client sees its connection closed";
+    // Taken at the stop, or (on a slow host) served just before it: refused, no grant.
+    EXPECT_TRUE(all[0].rule == "proxy-shutdown" || all[0].rule == "no-grant") << all[0].rule;
     ::close(client[1]);
     ::close(chan[1]);
   }
