@@ -23,8 +23,11 @@ bool nudgeOffMyCpu(pid_t pid, const cpu_set_t& whole);
 // as SCHED_BATCH, which the child inherits, and a SCHED_BATCH task woken (or born) on a CPU
 // never preempts the one running there. The caller can then nudge the child to another CPU
 // before it runs at all. Only a caller of plain SCHED_OTHER is changed (a real-time or idle
-// caller's policy is its own business); active() says whether the child must call
-// restorePolicy() as its first act. The destructor restores the caller.
+// caller's policy is its own business); active() says whether the child must go back to
+// SCHED_OTHER as its first act (restorePolicy(), or the same system call made raw by a child
+// that shares the caller's memory). The destructor restores the caller. Used for the proxy
+// process of a --net proxy run (cli/egress_process_launch.cc); for init it bought nothing
+// (bench/findings.md, session 11).
 class QuietBirth {
  public:
   QuietBirth();
