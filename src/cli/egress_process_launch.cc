@@ -9,6 +9,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +40,9 @@ constexpr int kProxyWaitMs = 10'000;
 // The proxy's fds in its own process, where egressServeMain expects them.
 constexpr int kControlFd = 3;
 constexpr int kChannelFd = 4;
+// In the child only, until its execve: closed by a successful exec (close-on-exec), or given
+// the errno of a failed one. The launcher reads it before the command may start (ready()).
+constexpr int kExecStatusFd = 5;
 
 constexpr size_t kChildStackBytes = size_t{64} * 1024;
 
@@ -46,7 +51,8 @@ struct ChildArgs {
   const char* path;
   char* const* argv;
   char* const* envp;
-  int devnull, ctl, chan;  // all above kChannelFd
+  int devnull, ctl, chan;   // all above kExecStatusFd
+  int exec_status;          // a pipe's write end, above kExecStatusFd too
   bool restore_policy;      // placement::QuietBirth was active at the clone
 };
 
@@ -57,7 +63,7 @@ struct ChildArgs {
 // caller's), stderr is shared for the proxy's log lines; only the control socket and the
 // channel cross besides, on fixed numbers. It dies with the launcher (PR_SET_PDEATHSIG; the
 // proxy checks its parent is still the launcher, closing the race), with the caller's
-// signal mask cleared. A failed exec exits 127, which stop() reports.
+// signal mask cleared. A failed exec writes its errno to kExecStatusFd and exits 127.
 CORRAL_ON_OWN_STACK int childEntry(void* arg) {
   const ChildArgs& a = *static_cast<const ChildArgs*>(arg);
   const uint64_t no_signals = 0;
@@ -75,13 +81,18 @@ CORRAL_ON_OWN_STACK int childEntry(void* arg) {
     const sched_param none{};
     rawSyscall(SYS_sched_setscheduler, 0, SCHED_OTHER, reinterpret_cast<long>(&none));
   }
-  if (rawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL) != 0 || rawSyscall(SYS_dup3, a.devnull, 0, 0) < 0 ||
-      rawSyscall(SYS_dup3, a.devnull, 1, 0) < 0 || rawSyscall(SYS_dup3, a.ctl, kControlFd, 0) < 0 ||
-      rawSyscall(SYS_dup3, a.chan, kChannelFd, 0) < 0 ||
-      rawSyscall(SYS_close_range, kChannelFd + 1, ~0u, 0) != 0 ||
-      rawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&no_signals), 0, sizeof no_signals) != 0)
-    rawSyscall(SYS_exit, 127);
-  rawSyscall(SYS_execve, reinterpret_cast<long>(a.path), reinterpret_cast<long>(a.argv), reinterpret_cast<long>(a.envp));
+  long rc = 0;
+  if ((rc = rawSyscall(SYS_dup3, a.exec_status, kExecStatusFd, O_CLOEXEC)) < 0) rawSyscall(SYS_exit, 127);
+  if ((rc = rawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) != 0 || (rc = rawSyscall(SYS_dup3, a.devnull, 0, 0)) < 0 ||
+      (rc = rawSyscall(SYS_dup3, a.devnull, 1, 0)) < 0 || (rc = rawSyscall(SYS_dup3, a.ctl, kControlFd, 0)) < 0 ||
+      (rc = rawSyscall(SYS_dup3, a.chan, kChannelFd, 0)) < 0 ||
+      (rc = rawSyscall(SYS_close_range, kExecStatusFd + 1, ~0u, 0)) != 0 ||
+      (rc = rawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&no_signals), 0, sizeof no_signals)) != 0 ||
+      (rc = rawSyscall(SYS_execve, reinterpret_cast<long>(a.path), reinterpret_cast<long>(a.argv),
+                       reinterpret_cast<long>(a.envp))) != 0) {
+    const int err = static_cast<int>(-rc);
+    rawSyscall(SYS_write, kExecStatusFd, reinterpret_cast<long>(&err), sizeof err);
+  }
   rawSyscall(SYS_exit, 127);
   return 127;
 }
@@ -134,8 +145,11 @@ class EgressProcess final : public ExecEgress {
     words_.insert(words_.end(), exec_args.begin(), exec_args.end());
     for (std::string& w : words_) argv_.push_back(w.data());
     argv_.push_back(nullptr);
-    // Checked here: the child's own exec failure would only show as its exit status.
-    if (::access(core.c_str(), X_OK) != 0) return sysError("cannot start " + core);
+    // The common failures, named here; any other exec failure comes back through the child's
+    // exec status before the command may start (ready()).
+    struct stat st{};
+    if (::stat(core.c_str(), &st) != 0 || ::access(core.c_str(), X_OK) != 0) return sysError("cannot start " + core);
+    if (!S_ISREG(st.st_mode)) return Error(Errc::kUnsupported, "cannot start " + core + ": not a regular file");
 
     // Everything the child reads stays put (members) until it has exec'd or died. Its fds are
     // moved above the numbers it places them on, so one dup cannot overwrite another.
@@ -144,8 +158,12 @@ class EgressProcess final : public ExecEgress {
     UniqueFd ctl_high(::fcntl(ctl_theirs.get(), F_DUPFD_CLOEXEC, 10));
     UniqueFd chan_high(::fcntl(chan_proxy.get(), F_DUPFD_CLOEXEC, 10));
     UniqueFd null_high(::fcntl(devnull.get(), F_DUPFD_CLOEXEC, 10));
-    if (!ctl_high.valid() || !chan_high.valid() || !null_high.valid()) return sysError("egress fds");
-    child_ = {argv_[0], argv_.data(), environ, null_high.get(), ctl_high.get(), chan_high.get(), false};
+    int status_pipe[2];
+    if (::pipe2(status_pipe, O_CLOEXEC) != 0) return sysError("egress exec status pipe");
+    UniqueFd status_read(status_pipe[0]), status_write(status_pipe[1]);
+    UniqueFd status_high(::fcntl(status_write.get(), F_DUPFD_CLOEXEC, 10));
+    if (!ctl_high.valid() || !chan_high.valid() || !null_high.valid() || !status_high.valid()) return sysError("egress fds");
+    child_ = {argv_[0], argv_.data(), environ, null_high.get(), ctl_high.get(), chan_high.get(), status_high.get(), false};
     stack_ = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack_ == MAP_FAILED) {
       stack_ = nullptr;
@@ -161,6 +179,7 @@ class EgressProcess final : public ExecEgress {
     if (cpus_known) sandbox::placement::nudgeOffMyCpu(pid, cpus);
     quiet.reset();
     pid_ = pid;
+    exec_status_ = std::move(status_read);  // our write ends close as start() returns
     ctl_ = std::move(ctl_mine);
     channel_ = std::move(chan_sandbox);
 
@@ -177,44 +196,53 @@ class EgressProcess final : public ExecEgress {
     return {};
   }
 
-  Result<void> ready() override {
+  Result<void> ready(int signals) override {
+    // Whatever else, the proxy must have started: an exec that failed (a corral-core that is
+    // not a program for this machine) refuses the run here, named, with nothing run. Its exec
+    // is long done by the time the sandbox is built, so this read does not wait in practice.
+    if (auto exec = execResult(); !exec) return fail(exec.error());
+    if (with_leases_) {
+      // A lease's variable, its value or the CA bundle may be refused: the command waits for
+      // the proxy's answer (the proxy reads its secrets before it answers).
+      if (auto line = readReadyLine(signals, kProxyWaitMs); !line) return fail(line.error());
+      return {};
+    }
     // Without leases nothing the caller gave can make the proxy refuse (the launcher parsed the
     // same arguments), so the command does not wait for it: a connection it makes first waits
-    // in the channel until the proxy serves. A proxy that cannot start after all ends the run
-    // as corral's failure (stop()), with nothing let out meanwhile. With leases, a secret's
-    // variable, its value or the CA bundle may be refused: the command waits for the answer.
-    if (!with_leases_) return {};
-    return readReadyLine();
+    // in the channel until the proxy serves. An answer already there is taken, so a proxy that
+    // has refused or died by now still stops the launch. One that fails later ends the run as
+    // corral's failure (stop()), with nothing let out meanwhile.
+    if (auto line = readReadyLine(-1, 0); !line && !timedOut(line.error())) return fail(line.error());
+    return {};
   }
 
-  Result<void> readReadyLine() {
-    std::string line;
-    while (line.find('\n') == std::string::npos) {
+  // The proxy's first line: "ready", or "error MESSAGE". Waits up to timeout_ms (0: only what
+  // is there); a terminating signal on `signals` (-1: none) ends the wait with an error.
+  Result<void> readReadyLine(int signals, int timeout_ms) {
+    while (pending_.find('\n') == std::string::npos) {
       char buf[512];
-      auto n = readSome(buf, sizeof buf);
+      auto n = readSome(buf, sizeof buf, timeout_ms, signals);
       if (!n) return n.error();
       if (*n == 0) return ended("ended before it served");
-      line.append(buf, *n);
+      pending_.append(buf, *n);
     }
-    const size_t eol = line.find('\n');
-    pending_ = line.substr(eol + 1);
-    line.resize(eol);
+    const size_t eol = pending_.find('\n');
+    const std::string line = pending_.substr(0, eol);
+    pending_.erase(0, eol + 1);
     ready_read_ = true;
     if (line == "ready") return {};
-    // It has said why it will not serve and exits: stop() only reaps it.
-    refused_ = true;
     if (line.rfind("error ", 0) == 0) return Error(Errc::kRefused, line.substr(6));
     return Error(Errc::kIo, "the egress proxy said something unexpected");
   }
 
   Result<void> stop() override {
-    if (pid_ <= 0) return {};
+    if (pid_ <= 0) return {};  // never started, or ready() failed and reaped it (already said)
     ::shutdown(ctl_.get(), SHUT_WR);
     std::string text = std::move(pending_);
     Result<void> failed{};
     for (;;) {
       char buf[16384];
-      auto n = readSome(buf, sizeof buf);
+      auto n = readSome(buf, sizeof buf, kProxyWaitMs, -1);
       if (!n) {
         failed = n.error();
         ::kill(pid_, SIGKILL);
@@ -227,7 +255,6 @@ class EgressProcess final : public ExecEgress {
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
     pid_ = -1;
-    if (refused_) return {};
     if (!failed) return failed;
     // The answer to the start is still first when nobody waited for it.
     if (!ready_read_) {
@@ -251,19 +278,57 @@ class EgressProcess final : public ExecEgress {
   }
 
  private:
-  // One read from the control socket, waiting at most kProxyWaitMs. 0: end of file.
-  Result<size_t> readSome(char* buf, size_t size) {
+  // One read from the control socket, waiting at most timeout_ms. 0: end of file (a reset
+  // too: the proxy ended with our placeholder bytes unread). A terminating signal on
+  // `signals` (-1: none) is an error; others are dropped, as no command runs yet to get them.
+  Result<size_t> readSome(char* buf, size_t size, int timeout_ms, int signals) {
     for (;;) {
-      pollfd p{ctl_.get(), POLLIN, 0};
-      const int r = ::poll(&p, 1, kProxyWaitMs);
+      pollfd p[2] = {{ctl_.get(), POLLIN, 0}, {signals, POLLIN, 0}};
+      const int r = ::poll(p, signals >= 0 ? 2 : 1, timeout_ms);
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return sysError("egress control: poll");
-      if (r == 0) return Error(Errc::kIo, "the egress proxy did not answer in " + std::to_string(kProxyWaitMs / 1000) + " s");
+      if (r == 0)
+        return Error(ETIMEDOUT, "the egress proxy did not answer in " + std::to_string(timeout_ms / 1000) + " s");
+      if (signals >= 0 && (p[1].revents & POLLIN)) {
+        signalfd_siginfo si{};
+        if (::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si) &&
+            (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT))
+          return Error(Errc::kRefused, std::string("interrupted by SIG") + sigabbrev_np(static_cast<int>(si.ssi_signo)) +
+                                           " before the command started");
+        continue;
+      }
       const ssize_t n = ::read(ctl_.get(), buf, size);
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == ECONNRESET) return size_t{0};
       if (n < 0) return sysError("egress control: read");
       return static_cast<size_t>(n);
     }
+  }
+
+  static bool timedOut(const Error& e) { return e.code() == ETIMEDOUT; }
+
+  // The child's exec: ok, or why it failed.
+  Result<void> execResult() {
+    if (!exec_status_.valid()) return {};
+    int err = 0;
+    ssize_t n;
+    while ((n = ::read(exec_status_.get(), &err, sizeof err)) < 0 && errno == EINTR) {
+    }
+    exec_status_.reset();
+    if (n == static_cast<ssize_t>(sizeof err)) return Error(err, "cannot start " + words_.front());
+    return {};
+  }
+
+  // ready() failed: the proxy will not serve this run. It is ended and reaped here, so that
+  // stop() has nothing more to say (one line per refusal).
+  Error fail(Error e) {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+    }
+    return e;
   }
 
   Error ended(const std::string& what) {
@@ -284,7 +349,7 @@ class EgressProcess final : public ExecEgress {
   UniqueFd channel_;  // the sandbox's end
   std::string pending_;  // read past the ready line
   bool ready_read_ = false;
-  bool refused_ = false;  // said "error" instead of "ready": already reported
+  UniqueFd exec_status_;  // the child's exec status pipe (ready() reads it)
   nlohmann::ordered_json summary_ = nlohmann::ordered_json::object();
 };
 

@@ -66,11 +66,12 @@ int egressServeMain(const std::vector<std::string>& args) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   char* end = nullptr;
   const long parent = args.empty() ? 0 : std::strtol(args[0].c_str(), &end, 10);
-  if (args.empty() || *end != '\0' || parent <= 0 || ::getppid() != static_cast<pid_t>(parent) ||
-      !isUnixSocket(kControlFd, SOCK_STREAM) || !isUnixSocket(kChannelFd, SOCK_SEQPACKET)) {
+  if (args.empty() || *end != '\0' || parent <= 0 || !isUnixSocket(kControlFd, SOCK_STREAM) ||
+      !isUnixSocket(kChannelFd, SOCK_SEQPACKET)) {
     std::fprintf(stderr, "corral: %s is started by corral exec --net proxy, not by hand\n", kEgressServeCommand);
     return kExitCorral;
   }
+  if (::getppid() != static_cast<pid_t>(parent)) ::_exit(kExitCorral);  // its corral is gone: nobody to tell
   // The terminal's signals are for the command (the launcher forwards them), and a closed
   // control socket is an error here, not a death: this process ends when the launcher says.
   for (int sig : {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGTERM, SIGPIPE}) ::signal(sig, SIG_IGN);

@@ -122,8 +122,8 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     egress = std::move(*started);
   }
   sandbox::RunOptions options{.timing = inv.timing, .before_command = {}};
-  if (egress) options.before_command = [&egress]() -> Result<void> {
-    auto ready = egress->ready();
+  if (egress) options.before_command = [&egress](int signals) -> Result<void> {
+    auto ready = egress->ready(signals);
     if (!ready) return ready.error().wrap("--net proxy");
     return {};
   };

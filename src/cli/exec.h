@@ -25,7 +25,9 @@ class ExecEgress {
   virtual ~ExecEgress() = default;
   // Returns once the proxy serves, or why it never will; the sandbox is built meanwhile and
   // its command starts only after an ok (a proxy started beside it, cli/egress_process.h).
-  virtual Result<void> ready() { return {}; }
+  // `signals`: corral's signalfd (RunOptions::before_command); a terminating signal there
+  // while waiting is an error.
+  virtual Result<void> ready(int /*signals*/) { return {}; }
   // Stops the proxy, closing what is still open: every event is in afterwards. An error: the
   // proxy did not end as it should (it died during the run), and the run is corral's failure.
   virtual Result<void> stop() = 0;

@@ -167,6 +167,13 @@ void runInit(const Context& ctx) {
   // handles SIGINT to forward it) got it directly as well as forwarded by corral, so the command
   // saw one Ctrl-C twice (2 launches in 5 here). Signals reach init through corral only.
   ::setpgid(0, 0);
+  // One that reached the group before this is pending here (init inherits corral's mask, which
+  // blocks them), and corral has its own copy to forward: drop init's (SIG_IGN discards a
+  // pending signal). Init installs its forwarding handlers later.
+  for (int sig : kForwarded) {
+    ::signal(sig, SIG_IGN);
+    ::signal(sig, SIG_DFL);
+  }
   // cgroup v1 has no CLONE_INTO_CGROUP: init moves itself in through files the parent
   // opened, before it runs anything else, so no untrusted code ever runs outside the cgroup.
   // (A thread moving itself skips the global lock a parent-side attach waits on: ~0.05 ms

@@ -356,7 +356,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   }
   if (ctx.wait_for_go) {
     // Init builds the sandbox meanwhile, and waits for go before it starts the command.
-    if (options.before_command) RETURN_IF_ERROR(options.before_command());
+    if (options.before_command) RETURN_IF_ERROR(options.before_command(forwarder.fd()));
     if (int e = sync::send(sock.get(), {sync::Type::kGo, 0, 0, 0})) {
       // Init failed its setup while the hook waited, and is gone: its report is in the socket.
       sync::Message m{};

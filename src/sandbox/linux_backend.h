@@ -13,10 +13,12 @@ namespace corral::sandbox {
 
 struct RunOptions {
   bool timing = false;  // print a per-phase breakdown to stderr
-  // Called once the sandbox is built, before its command may start: an error refuses the run
+  // Called while the sandbox is built, before its command may start: an error refuses the run
   // (the sandbox is torn down, the command never runs). What is started beside the sandbox
   // (`--net proxy`'s proxy process) is waited for here, so it starts side by side with it.
-  std::function<Result<void>()> before_command;
+  // `signals` is corral's signalfd of the signals it forwards: a hook that waits must watch it
+  // too, so that a Ctrl-C meanwhile ends the launch instead of waiting for the hook.
+  std::function<Result<void>(int signals)> before_command;
 };
 
 // corral's own argv/environment strings are zeroed in the sandbox's init, so /proc/1/cmdline

@@ -5,6 +5,7 @@
 // run (egress.allowlist-only), and the terminal's Ctrl-C is the command's, not the proxy's.
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -41,7 +42,8 @@ pid_t parentOf(pid_t pid) {
   return ppid;
 }
 
-// Every live process whose argv[1] is the proxy command (zombies have an empty cmdline).
+// Every live process with the proxy command among its arguments (after argv[0]: a script
+// standing in for corral-core has its own path first; zombies have an empty cmdline).
 std::vector<pid_t> egressProcesses() {
   std::vector<pid_t> found;
   DIR* d = ::opendir("/proc");
@@ -50,9 +52,7 @@ std::vector<pid_t> egressProcesses() {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0) continue;
     const std::string cmdline = readProcFile(pid, "cmdline");
-    const size_t first = cmdline.find('\0');
-    if (first != std::string::npos && cmdline.compare(first + 1, 15, std::string("__egress-serve") + '\0') == 0)
-      found.push_back(pid);
+    if (cmdline.find(std::string("\0__egress-serve\0", 16)) != std::string::npos) found.push_back(pid);
   }
   ::closedir(d);
   return found;
@@ -180,6 +180,73 @@ TEST(ExecEgressProcess, CtrlCIsTheCommandsAndTheProxyServesToTheEnd) {
   ASSERT_TRUE((*r.report)["egress"].is_array()) << r.describe();
   EXPECT_EQ((*r.report)["egress"].size(), 1u) << r.describe();
   EXPECT_TRUE(r.stderrLines().empty()) << r.describe();
+}
+
+// --- A proxy that cannot start, or is slow to: one line, 125, and the command never runs. ---
+
+// A launcher copied beside a corral-core of our making (`core` as its content; "" makes it a
+// directory).
+struct LauncherWithCore {
+  TempDir bin{"egress-core"};
+  explicit LauncherWithCore(const std::string& core, mode_t mode = 0755) {
+    bin.write("corral", readHostFile(corralBin()), 0755);
+    if (core.empty()) ::mkdir((bin / "corral-core").c_str(), 0755);
+    else bin.write("corral-core", core, mode);
+  }
+  std::string launcher() const { return bin / "corral"; }
+};
+
+std::string realCore() { return corralBin().substr(0, corralBin().rfind('/') + 1) + "corral-core"; }
+
+TEST(ExecEgressProcess, AProxyThatCannotStartRefusesTheRunOnOneLine) {
+  struct Case {
+    const char* name;
+    std::string core;
+    bool lease;
+    std::string error;  // after "corral: --net proxy: "
+  };
+  const std::vector<Case> cases = {
+      {"a directory", "", false, "cannot start CORE: not a regular file"},
+      // exec fails (ENOEXEC): only the child sees that, after the launcher went on.
+      {"not a program", std::string("\x7f" "ELF garbage"), false, "cannot start CORE: Exec format error"},
+      {"exits at once, with a lease", "#!/bin/sh\nexit 3\n", true,
+       "the egress proxy (corral-core) ended before it served (exit status 3)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    LauncherWithCore l(c.core);
+    std::vector<std::string> argv = {l.launcher(), "exec", "--net", "proxy"};
+    if (c.lease) argv.insert(argv.end(), {"--credential", "t=CORRAL_TEST_TOKEN@https://api.example.com"});
+    argv.insert(argv.end(), {"--", "/bin/echo", "RAN"});
+    RunResult r = run(argv, RunOptions{.env_extra = {"CORRAL_TEST_TOKEN=test-token-value-1234"}});
+    std::string want = c.error;
+    if (const size_t at = want.find("CORE"); at != std::string::npos) want.replace(at, 4, l.bin / "corral-core");
+    EXPECT_EQ(r.exit_code, 125) << r.describe();
+    EXPECT_EQ(r.out, "") << "the command ran" << r.describe();
+    EXPECT_EQ(r.err, "corral: --net proxy: " + want + "\n") << r.describe();
+  }
+}
+
+// Ctrl-C while the launch waits for a slow proxy (a lease makes it wait): the launch ends at
+// once, on one line, and the command never starts.
+TEST(ExecEgressProcess, ACtrlCWhileTheProxyStartsEndsTheLaunch) {
+  LauncherWithCore l("#!/bin/sh\nsleep 5\nexec " + realCore() + " \"$@\"\n");
+  Process corral = Process::start({"/usr/bin/setsid", l.launcher(), "exec", "--net", "proxy", "--credential",
+                                   "t=CORRAL_TEST_TOKEN@https://api.example.com", "--", "/bin/echo", "RAN"},
+                                  RunOptions{.env_extra = {"CORRAL_TEST_TOKEN=test-token-value-1234"}});
+  ASSERT_GT(egressOf(corral.pid()), 0) << "control: the proxy process must have started";
+  std::this_thread::sleep_for(milliseconds(300));
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(-corral.pid(), SIGINT), 0);
+  const bool ended = corral.exitedWithin(seconds(3));
+  const auto took = std::chrono::steady_clock::now() - sent;
+  if (!ended) corral.signal(SIGKILL);
+  RunResult r = corral.wait();
+  EXPECT_TRUE(ended) << "corral waited for the proxy instead of ending" << r.describe();
+  EXPECT_LT(took, seconds(3));
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(r.out, "") << "the command ran" << r.describe();
+  EXPECT_EQ(r.err, "corral: --net proxy: interrupted by SIGINT before the command started\n") << r.describe();
 }
 
 }  // namespace
