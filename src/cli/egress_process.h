@@ -32,6 +32,9 @@
 namespace corral::cli {
 
 inline constexpr char kEgressServeCommand[] = "__egress-serve";
+// Where the proxy process finds its two sockets (the protocol above).
+inline constexpr int kEgressControlFd = 3;
+inline constexpr int kEgressChannelFd = 4;
 
 // Launcher side: starts the proxy process for `inv` (parsed from exec_args, the words after
 // "exec") and points inv.spec at it.

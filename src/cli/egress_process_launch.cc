@@ -37,9 +37,8 @@ namespace {
 // is open); past this the proxy is taken as hung, and the run as failed.
 constexpr int kProxyWaitMs = 10'000;
 
-// The proxy's fds in its own process, where egressServeMain expects them.
-constexpr int kControlFd = 3;
-constexpr int kChannelFd = 4;
+constexpr int kControlFd = kEgressControlFd;
+constexpr int kChannelFd = kEgressChannelFd;
 // In the child only, until its execve: closed by a successful exec (close-on-exec), or given
 // the errno of a failed one. The launcher reads it before the command may start (ready()).
 constexpr int kExecStatusFd = 5;

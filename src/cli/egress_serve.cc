@@ -20,8 +20,8 @@
 namespace corral::cli {
 namespace {
 
-constexpr int kControlFd = 3;
-constexpr int kChannelFd = 4;
+constexpr int kControlFd = kEgressControlFd;
+constexpr int kChannelFd = kEgressChannelFd;
 constexpr int kExitCorral = 125;
 
 bool isUnixSocket(int fd, int type) {

@@ -21,6 +21,12 @@ void receiveFds(ProxyServer::Impl* impl, asio::local::stream_protocol::socket* c
 
 enum class Received { kOne, kNone, kEnd };
 
+// The client has sent bytes nobody has read yet.
+bool hasUnreadBytes(int fd) {
+  char byte;
+  return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 // One recvmsg: a 1-byte payload with one fd. kNone: nothing queued; kEnd: EOF or a hard error.
 // The connection is served, or with `at_shutdown` only recorded: one whose client has sent
 // something gets its event (rule proxy-shutdown) and is closed.
@@ -64,12 +70,11 @@ Received receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socke
       ClientSocket s(impl->io);
       boost::system::error_code ec;
       s.assign(asio::generic::stream_protocol(ss.ss_family, 0), fd, ec);
-      char sent;
       if (ec) {
         ::close(fd);
       } else if (!at_shutdown) {
         impl->start(std::move(s), policy);
-      } else if (::recv(fd, &sent, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+      } else if (hasUnreadBytes(fd)) {
         std::make_shared<Connection>(*impl, std::move(s), policy)->recordUnread("proxy-shutdown");
       }
     }
@@ -132,9 +137,7 @@ void ProxyServer::Impl::shutdown() {
     // A client whose request is still in its socket, unread, asked for something too: it is
     // recorded (finish() records only connections that sent bytes). One whose bytes an
     // unfinished read already took is not: that read's handler never runs now.
-    char byte;
-    if (!c->got_bytes_ && ::recv(c->client_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
-      c->got_bytes_ = true;
+    if (!c->got_bytes_ && hasUnreadBytes(c->client_.native_handle())) c->got_bytes_ = true;
     c->abort("proxy-shutdown");
   }
 }

@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -140,12 +140,8 @@ void joinLoaders() {
   for (Loader& l : all) l.thread.join();
 }
 
-// The system store, on a thread of its own holding its own reference to the state: a run that
-// never makes a lease request does not wait for it when its proxy stops. Lowest share of a
-// busy CPU (a thread's nice is its own on Linux, and the thread ends here), so it fills the
-// gaps the launch leaves.
+// The system store: OpenSSL's default paths, which honour SSL_CERT_FILE and SSL_CERT_DIR.
 void loadSystemStore(const std::shared_ptr<TlsClientContext::State>& state) {
-  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
   CtxPtr made = newClientCtx();
   std::optional<Error> error;
   if (!made) error = Error(Errc::kUnsupported, "tls: cannot make a client context: " + sslErrorText());
@@ -177,7 +173,12 @@ void startLoader(const std::shared_ptr<TlsClientContext::State>& state) {
   for (Loader& l : finished) l.thread.join();
   auto done = std::make_shared<std::atomic<bool>>(false);
   try {
+    // On a thread of its own holding its own reference to the state: a run that never makes
+    // a lease request does not wait for it when its proxy stops. A small share of a busy CPU
+    // (a thread's nice is its own on Linux, and the thread ends here), so it fills the gaps
+    // the launch leaves.
     g_loaders.push_back({std::thread([state, done] {
+                           (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
                            loadSystemStore(state);
                            done->store(true);
                          }),
