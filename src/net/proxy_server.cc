@@ -27,6 +27,19 @@ bool hasUnreadBytes(int fd) {
   return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
+// A connection from a sandbox's channel: served, or at the proxy's stop only recorded (one
+// whose client has sent something gets its event, rule proxy-shutdown) and closed.
+void take(ProxyServer::Impl* impl, ClientSocket s, const std::shared_ptr<const ClientPolicy>& policy,
+          bool at_shutdown) {
+  if (!at_shutdown) {
+    impl->start(std::move(s), policy);
+    return;
+  }
+  if (!hasUnreadBytes(s.native_handle())) return;  // it asked for nothing: closed, unrecorded
+  // cppcheck-suppress accessMoved ; the move above is in a branch that returns
+  std::make_shared<Connection>(*impl, std::move(s), policy)->recordUnread("proxy-shutdown");
+}
+
 // One recvmsg: a 1-byte payload with one fd. kNone: nothing queued; kEnd: EOF or a hard error.
 // The connection is served, or with `at_shutdown` only recorded: one whose client has sent
 // something gets its event (rule proxy-shutdown) and is closed.
@@ -72,10 +85,8 @@ Received receiveOne(ProxyServer::Impl* impl, asio::local::stream_protocol::socke
       s.assign(asio::generic::stream_protocol(ss.ss_family, 0), fd, ec);
       if (ec) {
         ::close(fd);
-      } else if (!at_shutdown) {
-        impl->start(std::move(s), policy);
-      } else if (hasUnreadBytes(fd)) {
-        std::make_shared<Connection>(*impl, std::move(s), policy)->recordUnread("proxy-shutdown");
+      } else {
+        take(impl, std::move(s), policy, at_shutdown);
       }
     }
   }
