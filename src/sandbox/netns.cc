@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Loopback bring-up with one ioctl (cheaper than a netlink round trip).
 #include "sandbox/netns.h"
-#include "base/raw_syscall.h"
 
 #include "base/fd_passing.h"
+#include "base/raw_syscall.h"
 #include "sandbox/cpu_placement.h"
 
 #include <errno.h>
@@ -27,11 +27,10 @@ namespace corral::sandbox::netns {
 namespace {
 
 // The helper shares init's memory (CLONE_VM) and runs beside it: raw system calls only
-// (base/raw_syscall.h), on its own stack.
-#define CORRAL_ON_HELPER_STACK CORRAL_ON_OWN_STACK
+// (base/raw_syscall.h), on its own stack (CORRAL_ON_OWN_STACK).
 
 // Brings "lo" up through a socket of its network namespace. Returns 0 or -errno.
-CORRAL_ON_HELPER_STACK long bringUpLoopback(int fd) {
+CORRAL_ON_OWN_STACK long bringUpLoopback(int fd) {
   ifreq ifr{};
   ifr.ifr_name[0] = 'l';  // byte by byte: an ASan build's memcpy interceptor reads init's TLS
   ifr.ifr_name[1] = 'o';
@@ -60,7 +59,7 @@ struct Ready {
 // helper's own namespace. Whatever else the path could be made to name fails closed: no file
 // (ENOENT), or a namespace that init's setns() refuses (EPERM: init holds CAP_SYS_ADMIN only
 // over namespaces the sandbox's user namespace owns).
-CORRAL_ON_HELPER_STACK int makerEntry(void* arg) {
+CORRAL_ON_OWN_STACK int makerEntry(void* arg) {
   const int ready = *static_cast<const int*>(arg);  // Maker::ready_write
   Ready r{0, -1, -1};
   long rc = rawSyscall(SYS_unshare, CLONE_NEWNET | CLONE_NEWIPC);
