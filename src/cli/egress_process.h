@@ -14,9 +14,13 @@
 //   corral-core __egress-serve PARENT_PID EXEC_ARGS...
 //   fd 3: control, a SOCK_STREAM socket. Launcher -> proxy: 16 random bytes per lease (in
 //         --credential order); later, end of file = stop. Proxy -> launcher: one line,
-//         "ready" or "error MESSAGE"; after the stop, the report's "egress" (and "leases")
-//         as one JSON object, then end of file.
+//         "ready" or "error MESSAGE"; after the stop, nothing more when every event was
+//         recorded (exit status 0), else "error MESSAGE"; then end of file.
 //   fd 4: the proxy's end of the sandbox's channel.
+//   fd 5: the events file, a memfd the launcher made and reads after the proxy has ended.
+//         The proxy appends one line per event the moment it records it: "egress JSON" or
+//         "lease JSON" (the report's entries, in order). What it saw is therefore kept even
+//         when it dies mid-run: the launcher reports those events, with the run failed.
 // The proxy process dies with the launcher (PR_SET_PDEATHSIG, checked against PARENT_PID)
 // and ignores the terminal's signals: Ctrl-C reaches the command through the launcher, and
 // the proxy stays until the launcher stops it.
@@ -35,6 +39,7 @@ inline constexpr char kEgressServeCommand[] = "__egress-serve";
 // Where the proxy process finds its two sockets (the protocol above).
 inline constexpr int kEgressControlFd = 3;
 inline constexpr int kEgressChannelFd = 4;
+inline constexpr int kEgressEventsFd = 5;
 
 // Launcher side: starts the proxy process for `inv` (parsed from exec_args, the words after
 // "exec") and points inv.spec at it.

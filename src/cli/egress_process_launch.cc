@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The launcher's side of a proxy process (cli/egress_process.h): start it, wait until it
-// serves, stop it and take its events for the report.
+// serves, stop it and read its events file for the report.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -19,6 +19,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/raw_syscall.h"
 #include "cli/egress_process.h"
@@ -39,9 +40,10 @@ constexpr int kProxyWaitMs = 10'000;
 
 constexpr int kControlFd = kEgressControlFd;
 constexpr int kChannelFd = kEgressChannelFd;
+constexpr int kEventsFd = kEgressEventsFd;
 // In the child only, until its execve: closed by a successful exec (close-on-exec), or given
 // the errno of a failed one. The launcher reads it before the command may start (ready()).
-constexpr int kExecStatusFd = 5;
+constexpr int kExecStatusFd = 6;
 
 constexpr size_t kChildStackBytes = size_t{64} * 1024;
 
@@ -50,7 +52,7 @@ struct ChildArgs {
   const char* path;
   char* const* argv;
   char* const* envp;
-  int devnull, ctl, chan;   // all above kExecStatusFd
+  int devnull, ctl, chan, events;  // all above kExecStatusFd
   int exec_status;          // a pipe's write end, above kExecStatusFd too
   bool restore_policy;      // placement::QuietBirth was active at the clone
 };
@@ -59,8 +61,8 @@ struct ChildArgs {
 // copied, and the launcher goes on at once instead of waiting for the exec, as posix_spawn's
 // vfork would, 0.3-2 ms here), so it makes raw system calls only (base/raw_syscall.h) and
 // writes nothing but its own stack. Stdin and stdout are /dev/null (the command owns the
-// caller's), stderr is shared for the proxy's log lines; only the control socket and the
-// channel cross besides, on fixed numbers. It dies with the launcher (PR_SET_PDEATHSIG; the
+// caller's), stderr is shared for the proxy's log lines; only the control socket, the
+// channel and the events file cross besides, on fixed numbers. It dies with the launcher (PR_SET_PDEATHSIG; the
 // proxy checks its parent is still the launcher, closing the race), with the caller's
 // signal mask cleared. A failed exec writes its errno to kExecStatusFd and exits 127.
 CORRAL_ON_OWN_STACK int childEntry(void* arg) {
@@ -84,7 +86,7 @@ CORRAL_ON_OWN_STACK int childEntry(void* arg) {
   if ((rc = rawSyscall(SYS_dup3, a.exec_status, kExecStatusFd, O_CLOEXEC)) < 0) rawSyscall(SYS_exit, 127);
   if ((rc = rawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) != 0 || (rc = rawSyscall(SYS_dup3, a.devnull, 0, 0)) < 0 ||
       (rc = rawSyscall(SYS_dup3, a.devnull, 1, 0)) < 0 || (rc = rawSyscall(SYS_dup3, a.ctl, kControlFd, 0)) < 0 ||
-      (rc = rawSyscall(SYS_dup3, a.chan, kChannelFd, 0)) < 0 ||
+      (rc = rawSyscall(SYS_dup3, a.chan, kChannelFd, 0)) < 0 || (rc = rawSyscall(SYS_dup3, a.events, kEventsFd, 0)) < 0 ||
       (rc = rawSyscall(SYS_close_range, kExecStatusFd + 1, ~0u, 0)) != 0 ||
       (rc = rawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&no_signals), 0, sizeof no_signals)) != 0 ||
       (rc = rawSyscall(SYS_execve, reinterpret_cast<long>(a.path), reinterpret_cast<long>(a.argv),
@@ -125,6 +127,9 @@ class EgressProcess final : public ExecEgress {
     UniqueFd ctl_mine(ctl[0]), ctl_theirs(ctl[1]);
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0) return sysError("egress channel socketpair");
     UniqueFd chan_sandbox(chan[0]), chan_proxy(chan[1]);
+    // Shared with the proxy, read once it has ended (egress_process.h): its events outlive it.
+    events_ = UniqueFd(::memfd_create("corral-egress-events", MFD_CLOEXEC));
+    if (!events_.valid()) return sysError("egress events file (memfd_create)");
 
     // The placeholders, fixed here because the sandbox's environment is fixed at the clone;
     // the proxy derives the same ones from the same bytes.
@@ -157,12 +162,15 @@ class EgressProcess final : public ExecEgress {
     UniqueFd ctl_high(::fcntl(ctl_theirs.get(), F_DUPFD_CLOEXEC, 10));
     UniqueFd chan_high(::fcntl(chan_proxy.get(), F_DUPFD_CLOEXEC, 10));
     UniqueFd null_high(::fcntl(devnull.get(), F_DUPFD_CLOEXEC, 10));
+    UniqueFd events_high(::fcntl(events_.get(), F_DUPFD_CLOEXEC, 10));
     int status_pipe[2];
     if (::pipe2(status_pipe, O_CLOEXEC) != 0) return sysError("egress exec status pipe");
     UniqueFd status_read(status_pipe[0]), status_write(status_pipe[1]);
     UniqueFd status_high(::fcntl(status_write.get(), F_DUPFD_CLOEXEC, 10));
-    if (!ctl_high.valid() || !chan_high.valid() || !null_high.valid() || !status_high.valid()) return sysError("egress fds");
-    child_ = {argv_[0], argv_.data(), environ, null_high.get(), ctl_high.get(), chan_high.get(), status_high.get(), false};
+    if (!ctl_high.valid() || !chan_high.valid() || !null_high.valid() || !events_high.valid() || !status_high.valid())
+      return sysError("egress fds");
+    child_ = {argv_[0], argv_.data(),      environ,           null_high.get(), ctl_high.get(),
+              chan_high.get(), events_high.get(), status_high.get(), false};
     stack_ = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack_ == MAP_FAILED) {
       stack_ = nullptr;
@@ -254,6 +262,8 @@ class EgressProcess final : public ExecEgress {
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
     pid_ = -1;
+    // What it recorded is in the report however it ended; a failure below fails the run.
+    const size_t unreadable = collectEvents();
     if (!failed) return failed;
     // The answer to the start is still first when nobody waited for it.
     if (!ready_read_) {
@@ -264,16 +274,18 @@ class EgressProcess final : public ExecEgress {
       if (line != "ready" && WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return Error(Errc::kIo, "the egress proxy said something unexpected");
     }
+    // After the stop: nothing, or why an event could not be recorded.
+    if (text.rfind("error ", 0) == 0) return Error(Errc::kIo, text.substr(6, text.find('\n') - 6));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
       return Error(Errc::kIo, "the egress proxy (corral-core) ended with " + describeStatus(status));
-    summary_ = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!summary_.is_object()) return Error(Errc::kIo, "the egress proxy's events are unreadable");
+    if (!text.empty()) return Error(Errc::kIo, "the egress proxy said something unexpected");
+    if (unreadable > 0) return Error(Errc::kIo, std::to_string(unreadable) + " of the egress proxy's events are unreadable");
     return {};
   }
 
   void addToReport(nlohmann::ordered_json& extra) override {
-    extra["egress"] = summary_.contains("egress") ? summary_["egress"] : nlohmann::ordered_json::array();
-    if (with_leases_) extra["leases"] = summary_.contains("leases") ? summary_["leases"] : nlohmann::ordered_json::array();
+    extra["egress"] = egress_events_;
+    if (with_leases_) extra["leases"] = lease_events_;
   }
 
  private:
@@ -305,6 +317,38 @@ class EgressProcess final : public ExecEgress {
   }
 
   static bool timedOut(const Error& e) { return e.code() == ETIMEDOUT; }
+
+  // Reads the events file of an ended proxy into the report's lists; returns how many lines
+  // did not read as an event. A last line without its newline is a write cut short by the
+  // proxy's death, not counted: the run fails for that death already.
+  size_t collectEvents() {
+    struct stat st{};
+    if (!events_.valid() || ::fstat(events_.get(), &st) != 0) return 0;
+    std::string text(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::pread(events_.get(), text.data() + got, text.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+    events_.reset();
+    size_t unreadable = 0;
+    for (size_t pos = 0, eol; (eol = text.find('\n', pos)) != std::string::npos; pos = eol + 1) {
+      const std::string_view line(text.data() + pos, eol - pos);
+      const size_t space = line.find(' ');
+      const std::string_view kind = line.substr(0, space);
+      auto event = space == std::string_view::npos
+                       ? nlohmann::ordered_json()
+                       : nlohmann::ordered_json::parse(line.substr(space + 1), nullptr, /*allow_exceptions=*/false);
+      if (!event.is_object()) ++unreadable;
+      else if (kind == "egress") egress_events_.push_back(std::move(event));
+      else if (kind == "lease") lease_events_.push_back(std::move(event));
+      else ++unreadable;
+    }
+    return unreadable;
+  }
 
   // The child's exec: ok, or why it failed.
   Result<void> execResult() {
@@ -349,7 +393,9 @@ class EgressProcess final : public ExecEgress {
   std::string pending_;  // read past the ready line
   bool ready_read_ = false;
   UniqueFd exec_status_;  // the child's exec status pipe (ready() reads it)
-  nlohmann::ordered_json summary_ = nlohmann::ordered_json::object();
+  UniqueFd events_;       // the events file, read by stop()
+  nlohmann::ordered_json egress_events_ = nlohmann::ordered_json::array();
+  nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();
 };
 
 }  // namespace

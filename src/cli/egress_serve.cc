@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// corral-core's side of a proxy process (cli/egress_process.h): serve the sandbox's channel
-// until the launcher says stop, then hand back the events.
+// corral-core's side of a proxy process (cli/egress_process.h): serve the sandbox's channel,
+// recording each event in the events file, until the launcher says stop.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +24,7 @@ namespace {
 
 constexpr int kControlFd = kEgressControlFd;
 constexpr int kChannelFd = kEgressChannelFd;
+constexpr int kEventsFd = kEgressEventsFd;
 constexpr int kExitCorral = 125;
 
 bool isUnixSocket(int fd, int type) {
@@ -31,6 +34,12 @@ bool isUnixSocket(int fd, int type) {
   socklen_t alen = sizeof addr;
   return ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &got, &len) == 0 && got == type &&
          ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) == 0 && addr.ss_family == AF_UNIX;
+}
+
+bool isWritableFile(int fd) {
+  struct stat st{};
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && (flags & O_ACCMODE) != O_RDONLY && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 bool writeAll(const std::string& text) {
@@ -67,14 +76,16 @@ int egressServeMain(const std::vector<std::string>& args) {
   char* end = nullptr;
   const long parent = args.empty() ? 0 : std::strtol(args[0].c_str(), &end, 10);
   if (args.empty() || *end != '\0' || parent <= 0 || !isUnixSocket(kControlFd, SOCK_STREAM) ||
-      !isUnixSocket(kChannelFd, SOCK_SEQPACKET)) {
+      !isUnixSocket(kChannelFd, SOCK_SEQPACKET) || !isWritableFile(kEventsFd)) {
     std::fprintf(stderr, "corral: %s is started by corral exec --net proxy, not by hand\n", kEgressServeCommand);
     return kExitCorral;
   }
   if (::getppid() != static_cast<pid_t>(parent)) ::_exit(kExitCorral);  // its corral is gone: nobody to tell
   // The terminal's signals are for the command (the launcher forwards them), and a closed
   // control socket is an error here, not a death: this process ends when the launcher says.
-  for (int sig : {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGTERM, SIGPIPE}) ::signal(sig, SIG_IGN);
+  // A caller's small RLIMIT_FSIZE makes an events write fail (EFBIG), which fails the run,
+  // instead of killing the proxy.
+  for (int sig : {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGTERM, SIGPIPE, SIGXFSZ}) ::signal(sig, SIG_IGN);
 
   auto parsed = parseExecArgs(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!parsed) return refuse(parsed.error().message());
@@ -85,6 +96,7 @@ int egressServeMain(const std::vector<std::string>& args) {
   size_t next = 0;
   EgressWiring wiring;
   wiring.proxy_end = UniqueFd(kChannelFd);
+  wiring.events_file = UniqueFd(kEventsFd);
   wiring.placeholder_random = [&random, &next](std::span<uint8_t> out) -> Result<void> {
     if (random.size() - next < out.size()) return Error(Errc::kIo, "egress control: too few placeholder bytes");
     std::memcpy(out.data(), random.data() + next, out.size());
@@ -104,14 +116,12 @@ int egressServeMain(const std::vector<std::string>& args) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
   }
-  if (auto stopped = egress->stop(); !stopped) return kExitCorral;
-  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-  egress->addToReport(extra);
-  const bool sent = writeAll(extra.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  // Every event is in the events file by now (the stop joined the proxy thread).
   // _exit, not a return: exit() would wait for a trust store still loading for leases nobody
   // used (net/tls_upstream.cc), and nothing of this process needs tearing down. Everything
-  // was written with send(2).
-  ::_exit(sent ? 0 : kExitCorral);
+  // was written with write(2) and send(2).
+  if (auto stopped = egress->stop(); !stopped) ::_exit(refuse(stopped.error().message()));
+  ::_exit(0);
 }
 
 }  // namespace corral::cli

@@ -48,10 +48,12 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env);
 // channel itself (inv.spec.proxy.channel), draws its own placeholders and adds the sandbox's
 // environment to inv.spec.env. In a proxy process (cli/egress_process.h) the launcher has done
 // all that: the proxy serves `proxy_end` and takes each placeholder's bytes from
-// `placeholder_random`, so they match the environment the launcher gave the sandbox.
+// `placeholder_random`, so they match the environment the launcher gave the sandbox, and
+// writes each event to `events_file` as it records it instead of keeping it for the report.
 struct EgressWiring {
   UniqueFd proxy_end;
   std::function<Result<void>(std::span<uint8_t>)> placeholder_random;
+  UniqueFd events_file;
 };
 
 // corral-core's egress: the real proxy, in this process (cli/exec_egress.cc).

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// `corral exec --net proxy`: the run's egress proxy and what it saw (corral-core only; the
-// launcher hands such runs over, see cli/launcher.cc).
+// `corral exec --net proxy`: the run's egress proxy and what it saw (corral-core only: in its
+// own exec, and in the proxy process the launcher starts, cli/egress_process.h).
+#include <unistd.h>
+
+#include <cerrno>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,8 +36,10 @@ class ProxyEgress final : public ExecEgress {
     config.tag = runTag();
     config.grants = inv.allow;
     config.sandbox_port = inv.spec.proxy.port;
+    events_file_ = std::move(wiring.events_file);
     config.on_event = [this](const net::ConnectionEvent& e) {
       std::lock_guard lock(mu_);
+      if (events_file_.valid()) return append("egress", net::eventJson(e));
       events_.push_back(net::eventJson(e));
     };
     config.leases = inv.credentials;
@@ -43,6 +48,7 @@ class ProxyEgress final : public ExecEgress {
     if (wiring.placeholder_random) config.placeholder_random = std::move(wiring.placeholder_random);
     config.on_lease_event = [this](const net::LeaseEvent& e) {
       std::lock_guard lock(mu_);
+      if (events_file_.valid()) return append("lease", net::leaseEventJson(e));
       lease_events_.push_back(net::leaseEventJson(e));
     };
     ASSIGN_OR_RETURN(proxy_, net::SandboxEgress::start(std::move(config)));
@@ -57,7 +63,10 @@ class ProxyEgress final : public ExecEgress {
   }
 
   Result<void> stop() override {
-    proxy_.reset();
+    proxy_.reset();  // joins the proxy thread: no event comes after this
+    std::lock_guard lock(mu_);
+    if (lost_ > 0)
+      return Error(file_error_, "the egress proxy could not record " + std::to_string(lost_) + " of its events");
     return {};
   }
 
@@ -68,8 +77,28 @@ class ProxyEgress final : public ExecEgress {
   }
 
  private:
+  // One line per event, in one write(2) where it fits: a proxy killed mid-write leaves at most
+  // its last line cut short, which the reader drops. A failed write is counted and fails the
+  // run at the stop (an audit record with a hole is not a complete one).
+  void append(const char* kind, const nlohmann::ordered_json& event) {
+    const std::string line =
+        std::string(kind) + ' ' + event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + '\n';
+    for (size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(events_file_.get(), line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (lost_++ == 0) file_error_ = n < 0 ? errno : EIO;
+        return;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+
   const bool with_leases_;
   std::mutex mu_;
+  UniqueFd events_file_;
+  size_t lost_ = 0;
+  int file_error_ = 0;
   nlohmann::ordered_json events_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();
   std::unique_ptr<net::SandboxEgress> proxy_;

@@ -153,6 +153,9 @@ Error setupError(const sync::Message& m, const mountns::Plan& plan, const Sandbo
   } else {
     what = sync::childStepName(m.step);
   }
+  // corral's own writes (the generated /etc) are held to the caller's RLIMIT_FSIZE.
+  if (m.err == EFBIG)
+    return Error(Errc::kLimit, "sandbox setup: " + what + ": file too large (corral's own file-size limit, ulimit -f?)");
   return Error(m.err, "sandbox setup: " + what);
 }
 
@@ -317,8 +320,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     // vanished /proc entry it leaves here, is the error to show.
     auto initsReport = [&](Error fallback) -> Error {
       sync::Message m{};
-      if (::recv(sock.get(), &m, sizeof m, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof m) &&
-          m.type == sync::Type::kSetupFailed)
+      if (sync::recv(sock.get(), &m, nullptr, MSG_DONTWAIT) == 0 && m.type == sync::Type::kSetupFailed)
         return setupError(m, mounts, spec);
       return fallback;
     };
@@ -360,7 +362,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     if (int e = sync::send(sock.get(), {sync::Type::kGo, 0, 0, 0})) {
       // Init failed its setup while the hook waited, and is gone: its report is in the socket.
       sync::Message m{};
-      if (::recv(sock.get(), &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT) == sizeof(m) && m.type == sync::Type::kSetupFailed)
+      if (sync::recv(sock.get(), &m, nullptr, MSG_PEEK | MSG_DONTWAIT) == 0 && m.type == sync::Type::kSetupFailed)
         return setupError(m, mounts, spec);
       return sysError("sync: go", e);
     }
@@ -407,7 +409,8 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     if (fds[kInit].revents & POLLIN) init_exited = true;
   }
   // Everything init sent, now that it is gone.
-  for (sync::Message m{}; ::recv(sock.get(), &m, sizeof(m), MSG_DONTWAIT) == sizeof(m);) {
+  // (Also when init went with our go unread: sync::recv reads past that reset.)
+  for (sync::Message m{}; sync::recv(sock.get(), &m, nullptr, MSG_DONTWAIT) == 0;) {
     if (m.type == sync::Type::kSetupFailed) out.setup_failure = m;
     else if (m.type == sync::Type::kExecFailed) out.exec_failure = m;
     else if (m.type == sync::Type::kCommandExited) out.status = m.status;

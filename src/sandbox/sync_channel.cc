@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/fd_passing.h"
 
@@ -36,7 +37,7 @@ const char* childStepName(int32_t step) {
 
 int send(int sock, const Message& m, int fd) { return sendWithFd(sock, &m, sizeof(m), fd); }
 
-int recv(int sock, Message* m, int* fd) {
+int recv(int sock, Message* m, int* fd, int flags) {
   if (fd) *fd = -1;
   iovec iov{m, sizeof(*m)};
   msghdr msg{};
@@ -46,8 +47,19 @@ int recv(int sock, Message* m, int* fd) {
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
   ssize_t n;
-  do n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  // A peer that closed with messages of ours unread leaves ECONNRESET on this end, and a
+  // SEQPACKET receive reports it first (once: reading clears it), ahead of the messages the
+  // peer sent before it went. Those are what say why it went (a setup failure), so read on.
+  bool reset_reported = false;
+  for (;;) {
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ECONNRESET && !reset_reported) {
+      reset_reported = true;
+      continue;
+    }
+    break;
+  }
   if (n == 0) return EPIPE;
   if (n < 0) return errno;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
@@ -55,6 +67,7 @@ int recv(int sock, Message* m, int* fd) {
       int got;
       ::memcpy(&got, CMSG_DATA(c), sizeof(int));
       if (fd) *fd = got;
+      else if (!(flags & MSG_PEEK)) ::close(got);
     }
   }
   return n == static_cast<ssize_t>(sizeof(*m)) ? 0 : EIO;

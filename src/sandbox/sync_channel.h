@@ -34,7 +34,8 @@ struct Message {
 
 // Returns 0 or errno. fd < 0 sends no fd.
 int send(int sock, const Message& m, int fd = -1);
-// Returns 0, errno, or EPIPE on orderly EOF (the peer died). *fd receives a passed fd or -1.
-int recv(int sock, Message* m, int* fd = nullptr);
+// Returns 0, errno, or EPIPE on orderly EOF (the peer died). *fd receives a passed fd or -1
+// (without fd, a passed one is closed). flags: recvmsg's (MSG_DONTWAIT, MSG_PEEK).
+int recv(int sock, Message* m, int* fd = nullptr, int flags = 0);
 
 }  // namespace corral::sandbox::sync

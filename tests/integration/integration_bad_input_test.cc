@@ -148,6 +148,27 @@ TEST(ExecBadInputHost, AsUid0OfANamespaceDenyingSetgroupsTheRefusalSaysWhatToDo)
             std::string::npos) << r.err;
 }
 
+// A caller's soft RLIMIT_FSIZE of 0 holds corral's own writes too (the sandbox's generated
+// /etc, the staged workspace): the run is refused, 125, on one line that names the limit, in
+// every launch shape. With --net proxy the launcher had already sent init its go when init
+// failed; init went with that message unread, the socket reported a reset before init's own
+// failure message, and corral lost it: exit 137 as if the command were killed, and no line.
+TEST(ExecBadInputHost, ACallersFileSizeLimitOfZeroIsRefusedOnOneLineInEveryLaunchShape) {
+  TempDir ws("fsize-ws");
+  ws.write("a.txt", "staged");
+  const std::vector<std::vector<std::string>> shapes = {
+      {}, {"--net", "proxy"}, {"--workspace", ws.path()}, {"--net", "proxy", "--workspace", ws.path()}};
+  for (const auto& opts : shapes) {
+    std::string script = "ulimit -S -f 0; exec";
+    for (const std::string& a : corralArgv(opts, {"/bin/echo", "RAN"}, false)) script += " '" + a + "'";
+    RunResult r = run({"/bin/sh", "-c", script});
+    SCOPED_TRACE(script);
+    EXPECT_TRUE(refusedBeforeRun(r));
+    EXPECT_NE(r.err.find("file too large (corral's own file-size limit, ulimit -f?)"), std::string::npos) << r.describe();
+  }
+  EXPECT_EQ(ws.entries(), std::vector<std::string>{"a.txt"}) << "the workspace changed";
+}
+
 // `corral` is a launcher that runs plain `corral exec` itself and hands every other command to
 // corral-core beside it (src/cli/launcher.cc). Without corral-core it still runs a sandbox, and
 // every command it would hand over is refused on one line naming what is missing: never a

@@ -141,7 +141,43 @@ TEST(EgressAllowlistOnly, AProxyThatDiesMidRunLetsNothingOutAndFailsTheRun) {
       << r.describe();
 }
 
-// Control for the test above: the same run, proxy left alone, gets its 200.
+// The audit side of the same death: what got out before it is still in the report. The proxy
+// records each event in a file the launcher reads after it ended (cli/egress_process.h); a
+// proxy that kept them in memory until its stop took them with it.
+TEST(EgressAllowlistOnly, AProxyThatDiesMidRunLeavesWhatWentOutBeforeInTheReport) {
+  EgressServers s;
+  REQUIRE_SERVERS(s);
+  const std::string url = s.httpUrl() + "/before-the-death";
+  Process corral = Process::start(
+      proxiedShell("curl -sS -o /dev/null --max-time 10 -w '%{http_code}' '" + url +
+                       "'; echo; echo ready; read go; curl -s -o /dev/null --max-time 10 '" + url + "'; echo done",
+                   {"--allow", s.httpUrl(), "--json"}),
+      RunOptions{.stdin_pipe = true});
+  auto first = corral.readLine(seconds(30));
+  ASSERT_TRUE(first && *first == "200") << "control: the first request must get through" << corral.wait().describe();
+  auto ready = corral.readLine(seconds(30));
+  ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+  const pid_t proxy = egressOf(corral.pid());
+  ASSERT_GT(proxy, 0) << "control: the run's proxy process must be visible beside corral";
+  ASSERT_EQ(::kill(proxy, SIGKILL), 0);
+  ASSERT_TRUE(goneWithin(proxy, seconds(5), /*zombie_ok=*/true));
+  corral.closeStdin();
+  RunResult r = corral.wait();
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  ASSERT_TRUE(r.report) << r.describe();
+  EXPECT_EQ((*r.report)["error"], "--net proxy: the egress proxy (corral-core) ended with killed by signal 9")
+      << r.describe();
+  const auto& events = (*r.report)["egress"];
+  ASSERT_TRUE(events.is_array()) << r.describe();
+  ASSERT_EQ(events.size(), 1u) << claim("egress.allowlist-only",
+                                        "the request that went out before the proxy died is missing from the report")
+                               << r.describe();
+  EXPECT_EQ(events[0]["decision"], "allow") << r.describe();
+  EXPECT_EQ(events[0]["status"], 200) << r.describe();
+  EXPECT_GT(events[0]["bytes_down"].get<int>(), 0) << r.describe();
+}
+
+// Control for the tests above: the same run, proxy left alone, gets its 200.
 TEST(EgressAllowlistOnly, ControlWithTheProxyAliveTheSameRequestArrives) {
   EgressServers s;
   REQUIRE_SERVERS(s);
