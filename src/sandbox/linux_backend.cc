@@ -385,6 +385,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   // below). So this process wakes once, when init is gone, instead of once for the status and
   // again for the exit, each a wake-up of an idle CPU that a virtual machine pays dearly for.
   // (Polling the socket also spun once init closed it: 1-3 ms per launch, session 8.)
+  RETURN_IF_ERROR(relay.startOutput());
   bool init_exited = false;
   while (!init_exited) {
     // A negative fd (no timer) is ignored by poll.
@@ -417,7 +418,10 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   }
   rusage ru{};
   int init_status = 0;
-  relay.drain();  // the sandbox's last output, before anything corral prints
+  // The sandbox's last output, before anything corral prints. A caller who does not take it
+  // holds corral only as long as it would have held a command writing to its own pipe: past
+  // a --timeout, for a second more.
+  relay.drain(forwarder.fd(), out.timed_out ? 1000 : -1);
   while (::wait4(static_cast<pid_t>(pid), &init_status, 0, &ru) < 0 && errno == EINTR) {
   }
   // cppcheck-suppress unreadVariable ; read by ~Reaper, which cppcheck does not follow

@@ -5,11 +5,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <system_error>
+#include <thread>
 
 namespace corral::sandbox {
 namespace {
@@ -44,8 +50,9 @@ ssize_t writeNoSigpipe(int fd, const char* data, size_t len) {
   return n;
 }
 
-// Writes all of data to the caller's fd, waiting if it is non-blocking and full. False when
-// the caller's side is gone (the output is then dropped, as a closed terminal would).
+// Writes all of data to the caller's fd, waiting if it is non-blocking and full (on an output
+// pump's thread only). False when the caller's side is gone (the output is then dropped, as a
+// closed terminal would).
 bool writeAll(int fd, const char* data, size_t len) {
   while (len > 0) {
     ssize_t n = writeNoSigpipe(fd, data, len);
@@ -96,6 +103,30 @@ bool inSandboxGroups(gid_t gid, const userns::IdMapPlan& sandbox) {
 }
 
 }  // namespace
+
+// One output stream's copy, on a thread of its own: blocking reads from corral's end of the
+// pipe, blocking writes to the caller's fd, until every writer in the sandbox is gone. The
+// thread is detached and shares this object, so a copy still blocked on a caller who never
+// reads can be abandoned (drain) without anything it uses going away under it.
+struct StdioRelay::OutputPump {
+  UniqueFd from;
+  int to = -1;
+  UniqueFd done;  // an eventfd, readable once the copy has ended
+
+  void run() {
+    char buf[kChunk];
+    bool caller_reads = true;
+    for (;;) {
+      const ssize_t n = ::read(from.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (caller_reads) caller_reads = writeAll(to, buf, static_cast<size_t>(n));
+    }
+    const uint64_t one = 1;
+    while (::write(done.get(), &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
+};
 
 bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox) {
   struct stat st;
@@ -153,29 +184,52 @@ void StdioRelay::closeSandboxEnds() {
   for (Stream& s : streams_) s.theirs.reset();
 }
 
+Result<void> StdioRelay::startOutput() {
+  for (Stream& s : streams_) {
+    if (s.n == 0 || s.pump) continue;
+    auto pump = std::make_shared<OutputPump>();
+    pump->to = s.host;
+    pump->done.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!pump->done.valid()) return sysError("stdio relay: eventfd");
+    setNonBlocking(s.ours.get(), false);
+    pump->from = std::move(s.ours);
+    // The thread starts with every signal blocked: a signal for corral (the terminal's Ctrl-C)
+    // must reach the supervisor's signalfd, never this thread's default action.
+    sigset_t all, old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = 0;
+    try {
+      std::thread([pump] { pump->run(); }).detach();
+    } catch (const std::system_error& e) {
+      err = e.code().value();
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (err != 0) {
+      s.ours = std::move(pump->from);
+      return Error(err, "stdio relay: thread");
+    }
+    s.pump = std::move(pump);
+  }
+  return {};
+}
+
 void StdioRelay::addPollFds(std::vector<pollfd>& fds) const {
   for (const Stream& s : streams_) {
-    if (s.n == 0) {
-      // Read the caller's stdin only when the last chunk is in the pipe (back-pressure).
-      const bool want_host = s.ours.valid() && !s.host_eof && s.pending.empty();
-      fds.push_back({want_host ? s.host : -1, POLLIN, 0});
-      fds.push_back({s.ours.valid() && !s.pending.empty() ? s.ours.get() : -1, POLLOUT, 0});
-    } else {
-      fds.push_back({s.ours.valid() ? s.ours.get() : -1, POLLIN, 0});
-    }
+    if (s.n != 0) continue;
+    // Read the caller's stdin only when the last chunk is in the pipe (back-pressure).
+    const bool want_host = s.ours.valid() && !s.host_eof && s.pending.empty();
+    fds.push_back({want_host ? s.host : -1, POLLIN, 0});
+    fds.push_back({s.ours.valid() && !s.pending.empty() ? s.ours.get() : -1, POLLOUT, 0});
   }
 }
 
 void StdioRelay::onReady(const std::vector<pollfd>& fds, size_t first) {
   size_t i = first;
   for (Stream& s : streams_) {
-    if (s.n == 0) {
-      pumpIn(s, fds[i].revents, fds[i + 1].revents);
-      i += 2;
-    } else {
-      if (fds[i].revents && !pumpOut(s)) s.ours.reset();
-      ++i;
-    }
+    if (s.n != 0) continue;
+    pumpIn(s, fds[i].revents, fds[i + 1].revents);
+    i += 2;
   }
 }
 
@@ -206,24 +260,39 @@ void StdioRelay::pumpIn(Stream& s, short revents_host, short revents_pipe) {
   if (s.host_eof && s.pending.empty()) s.ours.reset();  // EOF for the sandbox
 }
 
-bool StdioRelay::pumpOut(Stream& s) {
-  char buf[kChunk];
-  ssize_t n = ::read(s.ours.get(), buf, sizeof buf);
-  if (n > 0) {
-    writeAll(s.host, buf, static_cast<size_t>(n));
-    return true;
-  }
-  return n < 0 && (errno == EAGAIN || errno == EINTR);
-}
-
-void StdioRelay::drain() {
-  for (Stream& s : streams_) {
-    if (s.n != 0 && s.ours.valid()) {
-      // Every writer is gone with the sandbox: read to EOF.
-      setNonBlocking(s.ours.get(), false);
-      while (pumpOut(s)) {
-      }
+void StdioRelay::drain(int signals, int limit_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(limit_ms < 0 ? 0 : limit_ms);
+  for (;;) {
+    std::vector<pollfd> fds;
+    for (const Stream& s : streams_)
+      if (s.pump) fds.push_back({s.pump->done.get(), POLLIN, 0});
+    if (fds.empty()) break;
+    const size_t pumps = fds.size();
+    if (signals >= 0) fds.push_back({signals, POLLIN, 0});
+    int wait_ms = -1;
+    if (limit_ms >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) break;
+      wait_ms = static_cast<int>(left);
     }
+    const int r = ::poll(fds.data(), fds.size(), wait_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;  // the limit: what the caller has not taken by now is dropped
+    if (fds.size() > pumps && (fds[pumps].revents & POLLIN)) {
+      signalfd_siginfo si{};
+      if (::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si) &&
+          (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT))
+        break;  // told to stop: the sandbox is gone, only its last output is left undelivered
+    }
+    size_t i = 0;
+    for (Stream& s : streams_) {
+      if (!s.pump) continue;
+      if (fds[i++].revents & POLLIN) s.pump.reset();  // delivered everything (its thread has ended)
+    }
+  }
+  for (Stream& s : streams_) {
+    s.pump.reset();  // one still blocked on the caller keeps its own share until it ends
     s.ours.reset();
   }
 }

@@ -10,6 +10,7 @@
 
 #include <poll.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,24 +42,32 @@ class StdioRelay {
   int sandboxFd(int n) const;  // -1: stdio n is handed over as it is
   // After the clone: the sandbox holds its ends; corral's copies would keep pipes open.
   void closeSandboxEnds();
-  // The fds to poll beside the supervisor's own, with their events (rebuilt each round).
+  // Before the command starts: stdout and stderr are copied on a thread each, so that a
+  // caller who stops reading blocks only that copy (and, once the pipe is full, the command's
+  // writes), never the supervisor that serves the deadline, signals and init's exit.
+  Result<void> startOutput();
+  // The fds to poll beside the supervisor's own, with their events (rebuilt each round):
+  // stdin's, which the supervisor relays itself.
   void addPollFds(std::vector<pollfd>& fds) const;
   // Moves what is ready; fds is what poll() filled in (the same order addPollFds used).
   void onReady(const std::vector<pollfd>& fds, size_t first);
-  // After the sandbox is gone: copies what its output pipes still hold, then closes all.
-  void drain();
+  // After the sandbox is gone: waits until the output copies have delivered what its pipes
+  // still hold, or until a terminating signal arrives on `signals` (-1: none), or for at most
+  // limit_ms (-1: no limit); a copy still blocked on the caller then is abandoned. Closes all.
+  void drain(int signals, int limit_ms);
 
  private:
+  struct OutputPump;  // stdio_relay.cc
   struct Stream {
     int n = 0;            // 0, 1 or 2
     int host = -1;        // the caller's fd (not owned)
-    UniqueFd ours;        // corral's end of the pipe
+    UniqueFd ours;        // corral's end of the pipe (an output's moves to its pump)
     UniqueFd theirs;      // the sandbox's end, until closeSandboxEnds()
     std::string pending;  // stdin: read from the host, not yet written to the pipe
     bool host_eof = false;
+    std::shared_ptr<OutputPump> pump;  // stdout, stderr: after startOutput()
   };
   void pumpIn(Stream& s, short revents_host, short revents_pipe);
-  static bool pumpOut(Stream& s);  // false at EOF or error
   std::vector<Stream> streams_;
 };
 

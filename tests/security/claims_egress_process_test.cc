@@ -159,6 +159,13 @@ TEST(EgressAllowlistOnly, AProxyThatDiesMidRunLeavesWhatWentOutBeforeInTheReport
   ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
   const pid_t proxy = egressOf(corral.pid());
   ASSERT_GT(proxy, 0) << "control: the run's proxy process must be visible beside corral";
+  // The event is made when the proxy sees the connection end, a moment after curl has its
+  // answer: wait until its line is in the events file (fd 5) before the kill.
+  const std::string events_file = "/proc/" + std::to_string(proxy) + "/fd/5";
+  struct stat st{};
+  for (int i = 0; i < 500 && (::stat(events_file.c_str(), &st) != 0 || st.st_size == 0); ++i)
+    std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_GT(st.st_size, 0) << "control: the proxy recorded the first request";
   ASSERT_EQ(::kill(proxy, SIGKILL), 0);
   ASSERT_TRUE(goneWithin(proxy, seconds(5), /*zombie_ok=*/true));
   corral.closeStdin();

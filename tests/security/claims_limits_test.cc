@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Claims limits.memory, limits.pids, limits.cpu-time, limits.timeout: process-level budgets.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -92,6 +94,37 @@ TEST(LimitsTimeout, DeadlineKillsTheWholeSandboxWith124) {
   EXPECT_GE(r.reportInt("wall_ms"), 200) << r.describe();
   EXPECT_LT(r.reportInt("wall_ms"), 5000) << claim("limits.timeout", "the kill came long after the deadline") << r.describe();
   EXPECT_FALSE(r.deadline_hit) << claim("limits.timeout", "corral never returned");
+}
+
+// stdout/stderr the sandbox must not get directly (a FIFO, a file, a terminal; rootless every
+// pipe) are relayed by corral. A caller who stops reading one of them (a harness that reads
+// stdout to its end before it reads stderr) used to block corral inside the relay, where the
+// deadline, the caller's signals and init's exit are served: the command ran on unbounded.
+// Here stderr is a FIFO whose reader never reads, and the command writes 200 KB to it.
+TEST(LimitsTimeout, ACallerWhoStopsReadingStderrDoesNotHoldOffTheDeadline) {
+  TempDir dir("timeout-fifo");
+  const std::string fifo = dir / "err";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // held, never read
+  ASSERT_GE(reader, 0);
+  std::string script = "exec";
+  for (const std::string& a : corralArgv({"--timeout", "1s"}, {"/bin/sh", "-c", "head -c 200000 /dev/zero >&2; sleep 1000"}, false))
+    script += " '" + a + "'";
+  script += " 2>'" + fifo + "'";
+  RunResult r = run({"/bin/sh", "-c", script}, RunOptions{.deadline = std::chrono::milliseconds(20'000)});
+  ::close(reader);
+  EXPECT_FALSE(r.deadline_hit) << claim("limits.timeout", "corral was still running 19 s after a 1 s deadline")
+                               << r.describe();
+  EXPECT_EQ(r.exit_code, 124) << r.describe();
+}
+
+// Control for the test above: the same command, the FIFO read, and it ends at its deadline too.
+TEST(LimitsTimeout, ControlWithStderrReadTheSameRunEndsAtItsDeadline) {
+  RunResult r = run(corralArgv({"--timeout", "1s"}, {"/bin/sh", "-c", "head -c 200000 /dev/zero >&2; sleep 1000"}, false),
+                    RunOptions{.deadline = std::chrono::milliseconds(20'000)});
+  EXPECT_FALSE(r.deadline_hit) << r.describe();
+  EXPECT_EQ(r.exit_code, 124) << r.describe();
+  EXPECT_EQ(r.err.size(), 200000u) << "stderr is delivered whole";
 }
 
 TEST(LimitsTimeout, ControlFastCommandIsUntouched) {
