@@ -16,6 +16,7 @@
 #include "agent/mailbox.h"
 #include "agent/private_workspace.h"
 #include "agent/run_egress.h"
+#include "audit/sha256.h"
 #include "audit/trace.h"
 #include "policy/budget.h"
 #include "policy/manifest.h"
@@ -68,8 +69,15 @@ struct RunContext {
   std::vector<TaskOutcome> tasks;
 
   // Appends a trace entry; a failed append is fatal for the run (the record must be whole),
-  // so callers propagate it.
-  Result<void> record(std::string_view type, const nlohmann::json& data) { return trace->append(type, data); }
+  // so callers propagate it. Entries bound what a model or a workspace controls (tools::
+  // boundedTraceList), but one that still outgrows the trace's line limit must not leave the
+  // run unsealed: it is recorded by type, size and hash instead ("entry_oversized").
+  Result<void> record(std::string_view type, const nlohmann::json& data) {
+    auto appended = trace->append(type, data);
+    if (appended.ok() || appended.error().code() != static_cast<int>(Errc::kLimit)) return appended;
+    const std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return trace->append("entry_oversized", {{"type", type}, {"bytes", text.size()}, {"sha256", audit::sha256Hex(text)}});
+  }
   // With --trace-content full, keeps bytes as .corral/blobs/<sha256>; otherwise nothing.
   Result<void> keep(std::string_view bytes) {
     if (content == nullptr) return {};

@@ -297,8 +297,9 @@ Result<RunSummary> runManifest(const RunRequest& request) {
     {
       json files = json::array();
       for (const StagedFile& f : staged->files) files.push_back({f.path, f.bytes, f.sha256});
-      json refused = json::array();
-      for (const std::string& r : staged->refused) refused.push_back(tools::traceable(r, 512));
+      // A workspace chooses how many entries it refuses (3,000 symlinks outgrew a trace line).
+      const json refused = tools::boundedTraceList(staged->refused, tools::kTraceListBudget,
+                                                   [](const std::string& r) -> json { return tools::traceable(r, 512); });
       RETURN_IF_ERROR(run.record("workspace_staged", {{"files", staged->files.size()},
                                                       {"bytes", staged->bytes},
                                                       {"inputs_sha256", audit::sha256Hex(files.dump())},

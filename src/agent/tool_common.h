@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tool handlers (internal to src/agent/tool_*.cc).
 #pragma once
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,13 @@ std::string modelText(const nlohmann::json& j);
 
 // A string safe to put in the trace as given (short, printable), or "sha256:<hex>" of it.
 std::string traceable(std::string_view s, size_t max = 256);
+// A trace list of model- or workspace-chosen length: `item` of each entry until the list holds
+// `budget` bytes of JSON, then one last entry {"more": N, "bytes": B, "sha256": H} for the rest
+// (H over the rest's raw strings, each followed by a NUL). A trace line has a size limit
+// (audit::kMaxTraceLineBytes), and 256 arguments of 256 bytes each already outgrew it.
+nlohmann::json boundedTraceList(const std::vector<std::string>& entries, size_t budget,
+                                const std::function<nlohmann::json(const std::string&)>& item);
+inline constexpr size_t kTraceListBudget = size_t{16} * 1024;
 
 // The common part of every tool_call trace entry.
 nlohmann::json traceBase(const TaskState& task, const ToolCall& call, std::string_view decision);

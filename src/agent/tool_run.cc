@@ -15,15 +15,13 @@ using nlohmann::json;
 
 namespace {
 
-// The argv as the policy saw it: short plain arguments as given, others by hash and size.
+// The argv as the policy saw it: short plain arguments as given, others by hash and size,
+// and past kTraceListBudget the rest as one entry (boundedTraceList).
 json traceArgv(const std::vector<std::string>& argv) {
-  json out = json::array();
-  for (const std::string& a : argv) {
-    std::string t = traceable(a, 256);
-    if (t == a) out.push_back(a);
-    else out.push_back({{"sha256", audit::sha256Hex(a)}, {"bytes", a.size()}});
-  }
-  return out;
+  return boundedTraceList(argv, kTraceListBudget, [](const std::string& a) -> json {
+    if (traceable(a, 256) == a) return a;
+    return {{"sha256", audit::sha256Hex(a)}, {"bytes", a.size()}};
+  });
 }
 
 json streamJson(const CapturedStream& s, const char* name) {
@@ -124,16 +122,22 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
   entry["wall_ms"] = static_cast<int64_t>(outcome->wall_ms);
   entry.update(streamJson(outcome->output.out, "stdout"));
   entry.update(streamJson(outcome->output.err, "stderr"));
-  json outs = json::array();
+  // The manifest's outputs this command left (a list the operator sizes: bounded all the same).
+  std::vector<std::string> present;
+  std::vector<const sandbox::OutputResult*> by_index;
   for (const sandbox::OutputResult& o : outcome->outputs) {
     if (o.status == sandbox::OutputResult::Status::kMissing) continue;
+    present.push_back(o.path);
+    by_index.push_back(&o);
+  }
+  entry["outputs"] = boundedTraceList(present, kTraceListBudget, [&](const std::string& path) -> json {
+    const sandbox::OutputResult& o = *by_index[static_cast<size_t>(&path - present.data())];
     json x = {{"path", traceable(o.path, 1024)},
               {"status", o.status == sandbox::OutputResult::Status::kCopied ? "copied" : "refused"},
               {"bytes", o.bytes}};
-    if (!o.reason.empty()) x["reason"] = o.reason;
-    outs.push_back(std::move(x));
-  }
-  entry["outputs"] = outs;
+    if (!o.reason.empty()) x["reason"] = traceable(o.reason, 512);
+    return x;
+  });
   if (run.content != nullptr) {  // what the model was shown, when contents are kept
     RETURN_IF_ERROR(run.keep(outcome->output.out.kept));
     RETURN_IF_ERROR(run.keep(outcome->output.err.kept));

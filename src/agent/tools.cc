@@ -39,6 +39,29 @@ std::string traceable(std::string_view s, size_t max) {
   return plain ? std::string(s) : "sha256:" + audit::sha256Hex(s);
 }
 
+json boundedTraceList(const std::vector<std::string>& entries, size_t budget,
+                      const std::function<json(const std::string&)>& item) {
+  json out = json::array();
+  size_t used = 0, i = 0;
+  for (; i < entries.size(); ++i) {
+    json one = item(entries[i]);
+    const size_t size = one.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+    if (used + size > budget) break;
+    used += size;
+    out.push_back(std::move(one));
+  }
+  if (i == entries.size()) return out;
+  audit::Sha256Stream rest;
+  uint64_t bytes = 0;
+  for (size_t j = i; j < entries.size(); ++j) {
+    rest.update(entries[j]);
+    rest.update(std::string_view("\0", 1));
+    bytes += entries[j].size();
+  }
+  out.push_back({{"more", entries.size() - i}, {"bytes", bytes}, {"sha256", rest.hexDigest()}});
+  return out;
+}
+
 json traceBase(const TaskState& task, const ToolCall& call, std::string_view decision) {
   return json{{"task", task.id},
               {"turn", task.turn},

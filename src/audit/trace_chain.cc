@@ -74,7 +74,7 @@ Result<std::string> encodeTraceLine(const ChainState& state, int64_t ts_ms, std:
   auto line = canonicalJson(entry);
   if (!line) return line.error().wrap("trace data");
   if (line->size() > kMaxTraceLineBytes)
-    return Error(Errc::kRefused, "trace entry is " + std::to_string(line->size()) + " bytes (limit " +
+    return Error(Errc::kLimit, "trace entry is " + std::to_string(line->size()) + " bytes (limit " +
                                      std::to_string(kMaxTraceLineBytes) + ")");
   return line;
 }

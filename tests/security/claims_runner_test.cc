@@ -877,5 +877,42 @@ TEST(RunnerMailbox, MessagesBothWaysAreStoredAndTraced) {
   EXPECT_EQ(f.allRecordBytes().find("use tabs") != std::string::npos, true);  // the operator's file, kept
 }
 
+// --- audit.run-steps-recorded: no input can leave a run unsealed ---
+
+// A trace line has a size limit. A model that asked for a command with 256 arguments of 256
+// bytes each, or a workspace with thousands of refused entries, made one entry outgrow it,
+// and the run ended 125 with no result: the offending call never recorded, and the record
+// unsealed for good. Now such lists end in one {"more", "bytes", "sha256"} entry.
+TEST(AuditRunStepsRecorded, NoToolCallOrWorkspaceCanOutgrowATraceLine) {
+  RunFixture f;
+  f.manifest["inputs"] = {"*.txt"};
+  f.ws.write("in.txt", "x");
+  for (int i = 0; i < 3000; ++i)
+    ASSERT_EQ(::symlink("in.txt", (f.ws / ("l" + std::to_string(i) + ".txt")).c_str()), 0);
+  const nlohmann::json many = std::vector<std::string>(256, std::string(256, 'a'));
+  nlohmann::json allowed = {"-c", "pass"};
+  for (int i = 0; i < 254; ++i) allowed.push_back(std::string(256, 'b'));
+  f.reply({call("run", {{"command", "not-allowed"}, {"args", many}})});
+  f.reply({call("run", {{"command", "python3"}, {"args", allowed}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << claim("audit.run-steps-recorded", "the run did not finish") << r.describe();
+  EXPECT_TRUE(f.result().is_object()) << claim("audit.run-steps-recorded", "no result.json: the record is unsealed");
+  RunResult v = corral::testing::run({corralBin(), "verify", f.ws.path()});
+  EXPECT_EQ(v.exit_code, 0) << v.describe();
+  auto calls = f.toolCalls();
+  ASSERT_EQ(calls.size(), 3u) << claim("audit.run-steps-recorded", "a tool call is missing from the trace");
+  EXPECT_EQ(calls[0]["decision"], "refuse") << calls[0].dump();
+  EXPECT_EQ(calls[1]["decision"], "allow") << calls[1].dump();
+  const nlohmann::json refused_tail = calls[0]["args"]["args"].back();
+  const nlohmann::json allowed_tail = calls[1]["args"]["argv"].back();
+  EXPECT_GT(refused_tail.value("more", 0), 0) << refused_tail.dump();
+  EXPECT_GT(allowed_tail.value("more", 0), 0) << allowed_tail.dump();
+  auto staged = f.entries("workspace_staged");
+  ASSERT_EQ(staged.size(), 1u);
+  EXPECT_GT(staged[0]["refused"].back().value("more", 0), 0) << "the refused list is bounded";
+  EXPECT_TRUE(f.entries("entry_oversized").empty()) << "each list was bounded at its source";
+}
+
 }  // namespace
 }  // namespace corral::testing
