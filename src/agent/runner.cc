@@ -138,16 +138,7 @@ std::string hostOutputHash(int host_dir, const std::string& path) {
   UniqueFd f(openBeneath(host_dir, path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY));
   struct stat st;
   if (!f.valid() || ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-  audit::Sha256Stream hash;
-  char buf[64 * 1024];
-  for (;;) {
-    ssize_t n = ::read(f.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return "";
-    if (n == 0) break;
-    hash.update(std::string_view(buf, static_cast<size_t>(n)));
-  }
-  return hash.hexDigest();
+  return audit::sha256HexOfFd(f.get());
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include <openssl/evp.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 
@@ -49,6 +52,21 @@ std::string toHex(std::string_view bytes) {
     *o++ = kDigits[c & 0xf];
   }
   return out;
+}
+
+constexpr size_t kFdChunk = size_t{64} * 1024;
+
+std::string sha256HexOfFd(int fd) {
+  Sha256Stream hash;
+  std::unique_ptr<char[]> buf(new char[kFdChunk]);
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.get(), kFdChunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "";
+    if (n == 0) break;
+    hash.update(std::string_view(buf.get(), static_cast<size_t>(n)));
+  }
+  return hash.hexDigest();
 }
 
 std::string sha256Hex(std::string_view bytes) {

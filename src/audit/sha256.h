@@ -15,6 +15,9 @@ using Sha256Digest = std::array<uint8_t, 32>;
 Sha256Digest sha256(std::string_view bytes);
 // Lowercase hex of SHA-256(bytes): what the trace records in place of contents.
 std::string sha256Hex(std::string_view bytes);
+// The hex SHA-256 of what is left to read from fd, read in 64 KiB pieces (never the whole file
+// in memory); "" on a read error.
+std::string sha256HexOfFd(int fd);
 std::string toHex(std::string_view bytes);
 // Incremental SHA-256 for streams (a command's output) that are hashed whole but kept only in part.
 class Sha256Stream {

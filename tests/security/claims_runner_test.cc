@@ -914,5 +914,30 @@ TEST(AuditRunStepsRecorded, NoToolCallOrWorkspaceCanOutgrowATraceLine) {
   EXPECT_TRUE(f.entries("entry_oversized").empty()) << "each list was bounded at its source";
 }
 
+// An output is hashed for result.json as a stream. Read whole, a sparse 256 MiB output (one
+// truncate(1)) took 512 MiB of corral's memory, and past 4 GiB it was committed with an empty
+// hash and "changed": false. Here corral's address space is capped at 200 MB.
+TEST(AuditRunStepsRecorded, AnOutputIsHashedWithoutBeingHeldInMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space: no RLIMIT_AS fits it";
+#endif
+  RunFixture f;
+  f.manifest["outputs"] = {"big.bin"};
+  f.manifest["executables"] = {"truncate"};
+  f.reply({call("run", {{"command", "truncate"}, {"args", {"-s", "256M", "big.bin"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  f.writeFiles();
+  RunResult r = corral::testing::run({"/usr/bin/prlimit", "--as=200000000", corralBin(), "run", f.ws / "manifest.json",
+                                      "--json", "--apply"},
+                                     RunOptions{.deadline = std::chrono::milliseconds(120'000)});
+  ASSERT_EQ(r.exit_code, 0) << claim("audit.run-steps-recorded", "the run failed hashing a large output") << r.describe();
+  const nlohmann::json result = f.result();
+  ASSERT_TRUE(result.is_object()) << r.describe();
+  // SHA-256 of 256 MiB of zero bytes.
+  EXPECT_NE(result.dump().find("a6d72ac7690f53be6ae46ba88506bd97302a093f7108472bd9efc3cefda06484"), std::string::npos)
+      << result.dump();
+  ::unlink((f.ws / "big.bin").c_str());
+}
+
 }  // namespace
 }  // namespace corral::testing
