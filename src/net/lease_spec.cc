@@ -29,11 +29,13 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-// Headers the proxy owns: framing, routing and hop-by-hop fields. Injecting a secret into
-// one of them would either break the request or be dropped on the way.
-constexpr std::array<std::string_view, 11> kReservedHeaders = {
-    "host", "content-length", "transfer-encoding", "connection", "keep-alive", "te",
-    "trailer", "upgrade", "proxy-connection", "proxy-authorization", "proxy-authenticate"};
+// Headers the proxy owns: framing, routing and hop-by-hop fields, and the two it sets or
+// drops itself (Accept-Encoding: identity, so responses can be scanned for the secret;
+// Expect, which it answers). Injecting a secret into one of them would either break the
+// request, be dropped on the way, or go out beside the proxy's own value.
+constexpr std::array<std::string_view, 13> kReservedHeaders = {
+    "host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer",
+    "upgrade", "proxy-connection", "proxy-authorization", "proxy-authenticate", "accept-encoding", "expect"};
 
 Error invalid(std::string context) { return Error(Errc::kInvalidArgument, std::move(context)); }
 
@@ -68,7 +70,7 @@ Result<void> checkHeaderName(std::string_view header) {
   if (!ok) return invalid("header " + quoted(header) + " must be 1-64 HTTP token characters");
   for (std::string_view reserved : kReservedHeaders)
     if (equalsIgnoreCase(header, reserved))
-      return invalid("header " + quoted(header) + " is owned by the proxy (framing or hop-by-hop) and cannot carry a credential");
+      return invalid("header " + quoted(header) + " is owned by the proxy (framing, hop-by-hop or set by the proxy) and cannot carry a credential");
   return {};
 }
 
@@ -208,17 +210,23 @@ Result<void> checkLeasePath(std::string_view origin_form) {
   for (size_t i = 0; i < path.size(); ++i) {
     if (path[i] == '%' && path.size() - i >= 2 && (path[i + 1] == 'u' || path[i + 1] == 'U'))
       return refuse("holds a %u escape, which some servers decode");
-    if (path[i] == '%' && path.size() - i >= 3) {
+    if (path[i] == '%') {
+      // A '%' that starts no escape ("%%32%65", IIS-style double decoding) is malformed
+      // (RFC 3986 section 2.1), and some servers decode what follows it anyway.
+      if (path.size() - i < 3 || !std::isxdigit(static_cast<unsigned char>(path[i + 1])) ||
+          !std::isxdigit(static_cast<unsigned char>(path[i + 2])))
+        return refuse("holds a '%' that starts no %XX escape");
       std::string hex(path.substr(i + 1, 2));
       for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       // Escapes that only make sense to hide something from this check: a second round of
-      // decoding (%25), NUL, and overlong UTF-8 forms of ASCII (%c0, %c1, %e0%80-%e0%9f).
+      // decoding (%25), NUL, overlong UTF-8 forms of ASCII (%c0, %c1, %e0%80-%e0%9f,
+      // %f0%80-%f0%8f) and bytes that are never UTF-8 (%f5-%ff, the old 5- and 6-byte forms).
       if (hex == "25") return refuse("holds an encoded '%' (double encoding)");
       if (hex == "00") return refuse("holds an encoded NUL");
-      if (hex == "c0" || hex == "c1") return refuse("holds an overlong UTF-8 escape");
-      if (hex == "e0" && path.size() - i >= 6 && path[i + 3] == '%') {
+      if (hex == "c0" || hex == "c1" || hex >= "f5") return refuse("holds an overlong UTF-8 escape");
+      if ((hex == "e0" || hex == "f0") && path.size() - i >= 6 && path[i + 3] == '%') {
         const char n = static_cast<char>(std::tolower(static_cast<unsigned char>(path[i + 4])));
-        if (n == '8' || n == '9') return refuse("holds an overlong UTF-8 escape");
+        if (n == '8' || (hex == "e0" && n == '9')) return refuse("holds an overlong UTF-8 escape");
       }
       const char* known = hex == "2e"   ? "."
                           : hex == "2f" ? "/"

@@ -73,6 +73,8 @@ TEST(LeaseSpec, RefusesWithTheRule) {
       {"gh=T@https://a.example;header=content-LENGTH", "owned by the proxy"},
       {"gh=T@https://a.example;header=Transfer-Encoding", "owned by the proxy"},
       {"gh=T@https://a.example;header=Connection", "owned by the proxy"},
+      {"gh=T@https://a.example;header=Accept-Encoding", "owned by the proxy"},  // red team, session 12
+      {"gh=T@https://a.example;header=expect", "owned by the proxy"},
       {"gh=T@https://a.example;header=X Key", "HTTP token characters"},
       {"gh=T@https://a.example;header=", "HTTP token characters"},
       {"gh=T@https://a.example;format=Bearer", "exactly one {}"},
@@ -137,7 +139,11 @@ TEST(LeasePath, EscapesOfTheOriginAreRefused) {
                         "/..;x/admin", "/a/.;/b", "/a/..%3b/b", "/x#frag", "/x?a=1#frag",
                         // review, session 5: double encoding, overlong UTF-8, %u, NUL, trailing blanks
                         "/%252f%252fevil.example/x", "/%252e%252e/x", "/%25%32%65", "/%c0%ae%c0%ae/x",
-                        "/%e0%80%ae/x", "/%u002e%u002e/x", "/..%00/x", "/..%20/x", "/..%09/x"}) {
+                        "/%e0%80%ae/x", "/%u002e%u002e/x", "/..%00/x", "/..%20/x", "/..%09/x",
+                        // red team, session 12: IIS double decoding, 4- to 6-byte overlong forms,
+                        // a '%' that starts no escape
+                        "/a/%%32%65%%32%65/x", "/a/%f0%80%80%ae%f0%80%80%ae/x", "/%F0%80%80%AE/x",
+                        "/%f8%80%80%80%ae/x", "/%fc%80%80%80%80%ae/x", "/a%", "/a%2", "/a%zz"}) {
     auto r = checkLeasePath(p);
     ASSERT_FALSE(r.ok()) << p;
     EXPECT_EQ(r.error().code(), static_cast<int>(Errc::kRefused)) << p;
@@ -148,7 +154,7 @@ TEST(LeasePath, EscapesOfTheOriginAreRefused) {
 TEST(LeasePath, ControlOrdinaryPathsPass) {
   for (const char* p : {"/", "/v1/repos", "/a/b.c/d", "/..a/b", "/a../b", "/a/...", "/x?q=../..", "/x?next=//evil",
                         "/a%2fb", "/%2e%2ex", "/repos/o/r/contents/.github", "/my%20file", "/caf%c3%a9",
-                        "/a%2Bb", "/%e0%a4%85"})
+                        "/a%2Bb", "/%e0%a4%85", "/%f0%9f%98%80", "/%F4%8F%BF%BF"})
     EXPECT_TRUE(checkLeasePath(p).ok()) << p;
 }
 

@@ -65,6 +65,9 @@ void Connection::onHead() {
     case RequestHeadParser::Status::kError:
       ev_.method = parser_.head().method;
       if (ev_.method == "CONNECT") ev_.kind = "connect";
+      // Where a refused head was aimed (a smuggling attempt), when its request line parsed.
+      ev_.requested = requestedText(ev_.kind == "connect" ? std::string_view(parser_.head().target)
+                                                          : targetAuthority(parser_.head().target));
       refuse({400, parser_.error().rule, parser_.error().reason});
       return;
     case RequestHeadParser::Status::kDone:

@@ -168,6 +168,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 inline constexpr size_t kRelayBuffer = size_t{64} * 1024;
 std::string requestedText(std::string_view authority);  // ConnectionEvent::requested
+// The authority of a request target, for the record: an absolute-form target's host[:port];
+// anything else up to its first '/', '?' or '#', so no path or query is ever recorded.
+std::string_view targetAuthority(std::string_view target);
 std::string refusalResponse(const Refusal& r);
 int statusForRule(policy::egress::Rule rule);
 

@@ -14,13 +14,6 @@ namespace eg = policy::egress;
 
 // The authority part of an absolute-form target as the client wrote it (no path: a path
 // or query may carry a token and is never recorded).
-std::string_view targetAuthority(std::string_view target) {
-  size_t scheme_end = target.find("://");
-  if (scheme_end == std::string_view::npos) return target.substr(0, target.find_first_of("?#"));
-  std::string_view rest = target.substr(scheme_end + 3);
-  return rest.substr(0, rest.find_first_of("/?#"));
-}
-
 std::string lowered(std::string_view s) {
   std::string out(s);
   for (char& c : out)
@@ -37,6 +30,14 @@ bool alwaysDropped(std::string_view lname) {
 }
 
 }  // namespace
+
+std::string_view targetAuthority(std::string_view target) {
+  size_t scheme_end = target.find("://");
+  // Origin-form ("/path"), a scheme with one slash ("http:/host/path"): not an authority.
+  if (scheme_end == std::string_view::npos) return target.substr(0, target.find_first_of("/?#"));
+  std::string_view rest = target.substr(scheme_end + 3);
+  return rest.substr(0, rest.find_first_of("/?#"));
+}
 
 void Connection::handleForward() {
   const RequestHead& h = parser_.head();

@@ -3,6 +3,7 @@
 // python3 urllib and raw sockets, git over smart HTTP) against real servers on the host's
 // loopback (egress_servers.py: HTTP, HTTPS with a test CA, git http-backend). Each refusal
 // is checked at the server too: a request that was refused never arrived.
+#include <algorithm>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -155,6 +156,41 @@ TEST(EgressAllowlistOnly, TheReportRecordsEachAttemptWithoutPathsOrQueries) {
   EXPECT_EQ((*refused)["status"], 403);
   EXPECT_TRUE((*allowed)["tag"].get<std::string>().starts_with("exec-"));
   EXPECT_EQ(r.err.find(sentinel), std::string::npos) << "a path or query reached the log or report: " << r.err;
+}
+
+// Requests the proxy refuses before deciding a destination are in the record too, with where
+// they were aimed when that can be told, and never with their path: an origin-form or
+// one-slash target ("/p", "http:/host/p") was recorded whole, path included, and a head
+// refused for its framing (Content-Length with Transfer-Encoding) was recorded without any
+// target at all.
+TEST(EgressAllowlistOnly, RefusedHeadsAreRecordedWithTheirTargetButNeverItsPath) {
+  EgressServers s;
+  REQUIRE_SERVERS(s);
+  EgressWorkspace ws(s);
+  const std::string hp = std::to_string(s.http), sentinel = "corral-sentinel-path-77d0";
+  const std::string script = R"PY(
+import socket
+def ask(raw):
+    c = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    c.sendall(raw.encode())
+    while c.recv(65536):
+        pass
+    c.close()
+HP, S = ")PY" + hp + R"PY(", ")PY" + sentinel + R"PY("
+ask("GET /%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n" % (S, HP))
+ask("GET http:/127.0.0.1:%s/%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n" % (HP, S, HP))
+ask("POST http://127.0.0.1:%s/%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" % (HP, S, HP))
+)PY";
+  RunResult r = runCorral(proxyOpts(ws, {s.httpUrl()}), {"python3", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(r.report) << r.describe();
+  std::vector<std::string> requested;
+  for (const auto& e : (*r.report)["egress"]) requested.push_back(e.value("requested", "?") + " " + e.value("rule", "?"));
+  std::sort(requested.begin(), requested.end());
+  EXPECT_EQ(requested, (Args{" bad-target", "127.0.0.1:" + hp + " content-length-and-transfer-encoding", "http: bad-target"}))
+      << claim("egress.allowlist-only", "a refused head's record is wrong") << r.report->dump();
+  EXPECT_EQ(r.err.find(sentinel), std::string::npos) << "a path reached the log or report: " << r.err;
+  EXPECT_EQ(s.count(false), 0);
 }
 
 TEST(EgressNoPrivateTargets, AGrantedNameThatResolvesToLoopbackIsRefused) {
