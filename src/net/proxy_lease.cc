@@ -317,12 +317,11 @@ void Connection::reportLeaseEvents() {
   std::vector<std::string> involved = ph_used_;
   for (const Suspect& s : suspects_)
     if (std::find(involved.begin(), involved.end(), s.lease) == involved.end()) involved.push_back(s.lease);
-  if (redacted && dest_) {
-    const RequestDestination rd{dest_->scheme, dest_->host, dest_->port};
-    for (const PlaceholderRule& r : policy_->leases->placeholderRules())
-      if (destinationIs(r.grant, rd) && std::find(involved.begin(), involved.end(), r.lease) == involved.end())
-        involved.push_back(r.lease);
-  }
+  // Every lease whose secret was redacted from the response, whatever its destination: a
+  // secret stored through one lease's origin can be shown back by another granted host.
+  if (redacted)
+    for (const std::string& l : rewriter_->redactedLabels())
+      if (std::find(involved.begin(), involved.end(), l) == involved.end()) involved.push_back(l);
   for (const std::string& l : involved) {
     const bool used = std::find(ph_used_.begin(), ph_used_.end(), l) != ph_used_.end();
     LeaseEvent le;

@@ -90,6 +90,7 @@ RedactionPatterns::RedactionPatterns(std::span<const RedactTarget> targets) : by
     if (t.value.empty()) continue;
     size_t label = markers_.size();
     markers_.push_back("[REDACTED:" + t.label + "]");
+    names_.push_back(t.label);
     std::vector<std::string> derived;
     for (size_t lead = 0; lead < 3; ++lead) {
       derived.push_back(base64Middle(t.value, lead, kB64Std));
@@ -149,6 +150,8 @@ size_t RedactionPatterns::scan(std::string_view text, bool at_end, ScanState& st
     if (p != nullptr && state.cover_left == 0) {  // a run of removed bytes starts here
       out += markers_[p->label];
       ++state.count;
+      if (std::find(state.labels.begin(), state.labels.end(), p->label) == state.labels.end())
+        state.labels.push_back(p->label);
     }
     if (p != nullptr) state.cover_left = std::max(state.cover_left, p->bytes.size());
     if (state.cover_left > 0) {
@@ -160,13 +163,19 @@ size_t RedactionPatterns::scan(std::string_view text, bool at_end, ScanState& st
   return i;
 }
 
-std::string RedactionPatterns::redactAll(std::string_view text, uint64_t* count) const {
+std::string RedactionPatterns::redactAll(std::string_view text, uint64_t* count, std::vector<std::string>* labels) const {
   std::string out;
   out.reserve(text.size());
   ScanState state;
   scan(text, true, state, out);
   if (count != nullptr) *count += state.count;
+  if (labels != nullptr) addLabels(state, *labels);
   return out;
+}
+
+void RedactionPatterns::addLabels(const ScanState& state, std::vector<std::string>& labels) const {
+  for (size_t l : state.labels)
+    if (std::find(labels.begin(), labels.end(), names_[l]) == labels.end()) labels.push_back(names_[l]);
 }
 
 Redactor::Redactor(std::shared_ptr<const RedactionPatterns> patterns) : patterns_(std::move(patterns)) {}

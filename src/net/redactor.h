@@ -31,8 +31,9 @@ class RedactionPatterns {
 
   size_t size() const { return patterns_.size(); }
   size_t longest() const { return longest_; }
-  // One-shot redaction; a Redactor's output over any chunking equals this.
-  std::string redactAll(std::string_view text, uint64_t* count = nullptr) const;
+  // One-shot redaction; a Redactor's output over any chunking equals this. `labels` (when
+  // given) gains the label of each marker written that it does not hold yet.
+  std::string redactAll(std::string_view text, uint64_t* count = nullptr, std::vector<std::string>* labels = nullptr) const;
 
  private:
   friend class Redactor;
@@ -41,9 +42,11 @@ class RedactionPatterns {
     size_t label = 0;
   };
   struct ScanState {
-    size_t cover_left = 0;  // bytes from the scan position on that a found occurrence covers
-    uint64_t count = 0;     // markers written
+    size_t cover_left = 0;       // bytes from the scan position on that a found occurrence covers
+    uint64_t count = 0;          // markers written
+    std::vector<size_t> labels;  // the labels of those markers, each once
   };
+  void addLabels(const ScanState& state, std::vector<std::string>& labels) const;
   // The longest pattern starting at text[pos] that fits entirely in text, or nullptr.
   const Pattern* matchAt(std::string_view text, size_t pos) const;
   // Decides bytes of text from the front, appending to out, while every pattern starting at
@@ -51,6 +54,7 @@ class RedactionPatterns {
   size_t scan(std::string_view text, bool at_end, ScanState& state, std::string& out) const;
 
   std::vector<std::string> markers_;             // per label
+  std::vector<std::string> names_;               // per label: RedactTarget::label
   std::vector<Pattern> patterns_;                // longest first, deduplicated
   std::vector<std::vector<uint32_t>> by_first_;  // 256 lists of pattern indexes, by first byte
   size_t longest_ = 0;
@@ -71,6 +75,8 @@ class Redactor {
   // The held-back rest, redacted. The Redactor is empty afterwards and may be reused.
   std::string finish();
   uint64_t redactions() const { return state_.count; }  // markers written
+  // Adds the label (lease) of each marker written so far that `labels` does not hold yet.
+  void addLabels(std::vector<std::string>& labels) const { patterns_->addLabels(state_, labels); }
 
  private:
   std::string process(bool at_end);

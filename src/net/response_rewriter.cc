@@ -44,6 +44,12 @@ ResponseRewriter::ResponseRewriter(std::shared_ptr<const RedactionPatterns> patt
 
 uint64_t ResponseRewriter::redactions() const { return head_redactions_ + redactor_.redactions(); }
 
+std::vector<std::string> ResponseRewriter::redactedLabels() const {
+  std::vector<std::string> labels = head_labels_;
+  redactor_.addLabels(labels);
+  return labels;
+}
+
 ResponseRewriter::Status ResponseRewriter::fail(std::string rule, std::string reason) {
   state_ = State::kError;
   error_ = {std::move(rule), std::move(reason)};
@@ -179,7 +185,7 @@ ResponseRewriter::Status ResponseRewriter::parseHead(std::string& out, std::stri
       return fail("lease-response-malformed", "the upstream's response framing is ambiguous or unsupported");
 
     chunk_out_ = !no_body && options_.client_minor_version >= 1;
-    std::string redacted_reason = patterns_->redactAll(reason, &head_redactions_);
+    std::string redacted_reason = patterns_->redactAll(reason, &head_redactions_, &head_labels_);
     out += "HTTP/1." + std::to_string(options_.client_minor_version >= 1 ? 1 : 0) + " " + std::to_string(code);
     if (!redacted_reason.empty()) out += " " + redacted_reason;
     out += "\r\n";
@@ -187,12 +193,12 @@ ResponseRewriter::Status ResponseRewriter::parseHead(std::string& out, std::stri
       std::string lname = lowered(h.name);
       if (droppedFromResponse(lname) || listed.count(lname)) continue;
       uint64_t in_name = 0;
-      (void)patterns_->redactAll(h.name, &in_name);
+      (void)patterns_->redactAll(h.name, &in_name, &head_labels_);
       if (in_name) {  // a marker is no token: the field goes
         head_redactions_ += in_name;
         continue;
       }
-      out += h.name + ": " + patterns_->redactAll(h.value, &head_redactions_) + "\r\n";
+      out += h.name + ": " + patterns_->redactAll(h.value, &head_redactions_, &head_labels_) + "\r\n";
     }
     if (chunk_out_) out += "Transfer-Encoding: chunked\r\n";
     out += "Connection: close\r\n\r\n";

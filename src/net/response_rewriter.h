@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/http_request.h"
 #include "net/redactor.h"
@@ -40,6 +41,8 @@ class ResponseRewriter {
   bool headDone() const { return state_ > State::kHead; }
   int status() const { return status_; }
   uint64_t redactions() const;
+  // The label (lease name) of every secret redacted so far, each once.
+  std::vector<std::string> redactedLabels() const;
   const HeadError& error() const { return error_; }  // rule (X-Corral-Denied) and reason
 
  private:
@@ -57,6 +60,7 @@ class ResponseRewriter {
   RewriterOptions options_;
   Redactor redactor_;
   uint64_t head_redactions_ = 0;
+  std::vector<std::string> head_labels_;
   State state_ = State::kHead;
   HeadError error_;
   std::string head_buf_;

@@ -187,6 +187,16 @@ TEST(LeasesSecretNeverInside, AStoredSecretShownThroughAnotherGrantedNameIsRedac
   EXPECT_NE(r.out.find("Bearer [REDACTED:plain]"), std::string::npos) << r.out;
   EXPECT_TRUE(holdsNoForm("the sandbox's view", r.out, t.secret))
       << claim("leases.secret-never-inside", "shown back through another grant") << r.out;
+  // And the record says so: a lease event for the redaction at the other name, as at the
+  // lease's own destination (it had none: only the lease's destination was looked at).
+  ASSERT_TRUE(r.report) << r.describe();
+  const std::string alias_port = alias.substr(alias.rfind(':') + 1);
+  bool recorded = false;
+  for (const auto& le : (*r.report)["leases"])
+    if (le.value("rule", "") == "lease-echo-redacted" && std::to_string(le.value("port", 0)) == alias_port)
+      recorded = le.value("lease", "") == "plain" && le.value("redactions", 0) > 0;
+  EXPECT_TRUE(recorded) << claim("leases.secret-never-inside", "a redaction at another granted name left no lease event")
+                        << r.report->dump();
 }
 
 // A placeholder split across two chunks of a chunked request body is whole in the body the
