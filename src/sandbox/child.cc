@@ -32,7 +32,10 @@ constexpr int kProxyChannel = 4;  // --net proxy: where init keeps the channel t
 constexpr uid_t kUid = userns::kSandboxUid;
 constexpr gid_t kGid = userns::kSandboxGid;  // the sync socket is moved here so close_range can spare it
 // Signals a user may send the sandbox (via corral) that init passes to the command.
-constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+// A job-control stop from corral (SIGTSTP, SIGTTIN, SIGTTOU: corral itself was stopped) stops
+// every process of the sandbox, and SIGCONT resumes them all.
+constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+                              SIGWINCH, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU};
 
 // The command side runs on spawnCommand's own stack. Under ASan every call to a noreturn
 // function (fail, _exit, execCommand) first asks the runtime to clear the shadow of "the rest
@@ -134,6 +137,11 @@ int superviseCommand(pid_t command, const sigset_t& waited, int proxy_listen) {
       siginfo_t info;
       sig = ::sigwaitinfo(&waited, &info);
       if (sig < 0) continue;
+    }
+    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGCONT) {
+      // kill(-1) from a pid namespace's init reaches every process in it but init.
+      ::kill(-1, sig == SIGCONT ? SIGCONT : SIGSTOP);
+      continue;
     }
     if (sig != SIGCHLD) {
       // The command leads its own process group (setsid); fall back to the pid alone.

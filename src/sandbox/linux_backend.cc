@@ -56,7 +56,14 @@ struct CloneArgs {  // struct clone_args (linux/sched.h), declared here to avoid
 };
 constexpr uint64_t kCloneIntoCgroup = 0x200000000ULL;
 
-constexpr int kForwardedSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+// The job-control stops (SIGTSTP, SIGTTIN, SIGTTOU) are forwarded too: the sandbox left
+// corral's process group, so a Ctrl-Z (or a read of the terminal in the background) stopped
+// corral alone and the command ran on unsupervised, past its deadline. Corral now stops the
+// whole sandbox, then itself; SIGCONT (fg, bg) resumes both.
+constexpr int kForwardedSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+                                     SIGWINCH, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU};
+
+bool isJobStop(int sig) { return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU; }
 
 // Zeroes the strings behind /proc/self/cmdline and /proc/self/environ (child side).
 void scrubProcessStrings() {
@@ -397,11 +404,19 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
       return sysError("poll");
     }
     relay.onReady(fds, kRelay);
+    bool stop_now = relay.takeBackgroundRead();  // the terminal is another job's: as SIGTTIN would
+    if (stop_now) ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), SIGTTIN, nullptr, 0);
     if (fds[kSignals].revents & POLLIN) {
       signalfd_siginfo si;
-      while (::read(forwarder.fd(), &si, sizeof(si)) == sizeof(si))
+      while (::read(forwarder.fd(), &si, sizeof(si)) == sizeof(si)) {
         ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), si.ssi_signo, nullptr, 0);
+        stop_now = stop_now || isJobStop(static_cast<int>(si.ssi_signo));
+      }
     }
+    // Init has been told to stop every process of the sandbox; corral stops now too, as the
+    // shell expects of its job. SIGCONT resumes it here, and init resumes the sandbox when
+    // corral forwards that SIGCONT (next round). A deadline that passed meanwhile fires then.
+    if (stop_now) ::kill(::getpid(), SIGSTOP);
     if (timer.valid() && (fds[kTimer].revents & POLLIN)) {
       out.timed_out = true;
       ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), SIGKILL, nullptr, 0);

@@ -240,6 +240,9 @@ void StdioRelay::pumpIn(Stream& s, short revents_host, short revents_pipe) {
     ssize_t n = ::read(s.host, buf, sizeof buf);
     if (n > 0) {
       s.pending.assign(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EIO && ::isatty(s.host) && ::tcgetpgrp(s.host) > 0 &&
+               ::tcgetpgrp(s.host) != ::getpgrp()) {
+      background_read_ = true;  // not an end: the job reads again once in the foreground
     } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
       s.host_eof = true;
     }

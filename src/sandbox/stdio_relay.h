@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -51,6 +52,10 @@ class StdioRelay {
   void addPollFds(std::vector<pollfd>& fds) const;
   // Moves what is ready; fds is what poll() filled in (the same order addPollFds used).
   void onReady(const std::vector<pollfd>& fds, size_t first);
+  // True once after stdin, a terminal, could not be read because corral's job is in the
+  // background (EIO: corral blocks SIGTTIN). The supervisor then stops the job, as the
+  // terminal's SIGTTIN would have; the read is tried again once it is continued.
+  bool takeBackgroundRead() { return std::exchange(background_read_, false); }
   // After the sandbox is gone: waits until the output copies have delivered what its pipes
   // still hold, or until a terminating signal arrives on `signals` (-1: none), or for at most
   // limit_ms (-1: no limit); a copy still blocked on the caller then is abandoned. Closes all.
@@ -69,6 +74,7 @@ class StdioRelay {
   };
   void pumpIn(Stream& s, short revents_host, short revents_pipe);
   std::vector<Stream> streams_;
+  bool background_read_ = false;
 };
 
 }  // namespace corral::sandbox

@@ -5,6 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
 #include "harness.h"
 
 namespace corral::testing {
@@ -125,6 +130,114 @@ TEST(LimitsTimeout, ControlWithStderrReadTheSameRunEndsAtItsDeadline) {
   EXPECT_FALSE(r.deadline_hit) << r.describe();
   EXPECT_EQ(r.exit_code, 124) << r.describe();
   EXPECT_EQ(r.err.size(), 200000u) << "stderr is delivered whole";
+}
+
+// The sandbox leaves corral's process group (so a terminal's signals reach the command once,
+// through corral). A Ctrl-Z (SIGTSTP to corral) then stopped corral alone: the command ran on
+// unsupervised, past its deadline, until the user ran `fg`. Now the whole sandbox stops with
+// corral, and the deadline is enforced once it is continued.
+char procState(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), {});
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+std::vector<pid_t> childrenOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<pid_t> out;
+  for (pid_t c; f >> c;) out.push_back(c);
+  return out;
+}
+
+bool reachesState(pid_t pid, char state, std::chrono::milliseconds within) {
+  const auto end = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < end) {
+    if (procState(pid) == state) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return procState(pid) == state;
+}
+
+TEST(LimitsTimeout, ACtrlZStopsTheWholeSandboxAndTheDeadlineHoldsOnceContinued) {
+  Process corral = Process::start(
+      corralArgv({"--timeout", "2s"}, {"/bin/sh", "-c", "echo ready; while :; do sleep 0.05; done"}, false));
+  auto ready = corral.readLine(std::chrono::seconds(30));
+  ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+  std::vector<pid_t> init = childrenOf(corral.pid());
+  ASSERT_EQ(init.size(), 1u) << "control: corral's one child is the sandbox's init";
+  std::vector<pid_t> command = childrenOf(init[0]);
+  ASSERT_EQ(command.size(), 1u) << "control: init's one child is the command";
+  corral.signal(SIGTSTP);
+  ASSERT_TRUE(reachesState(corral.pid(), 'T', std::chrono::seconds(5))) << "corral itself did not stop";
+  EXPECT_TRUE(reachesState(command[0], 'T', std::chrono::seconds(5)))
+      << claim("limits.timeout", "corral was stopped and the command ran on unsupervised") << procState(command[0]);
+  corral.signal(SIGCONT);
+  EXPECT_TRUE(corral.exitedWithin(std::chrono::seconds(10))) << claim("limits.timeout", "no deadline after SIGCONT");
+  RunResult r = corral.wait();
+  EXPECT_EQ(r.exit_code, 124) << r.describe();
+}
+
+// The same through the terminal: corral started in the background of a job-control session
+// (`corral exec ... &`) with the terminal as stdin reads it once input waits there. That stopped corral
+// by SIGTTIN and leave the sandbox running; now the job stops whole, and runs to its deadline
+// once brought to the foreground.
+TEST(LimitsTimeout, ABackgroundJobReadingTheTerminalStopsWholeAndTheDeadlineHoldsInTheForeground) {
+  const std::string driver = R"PY(
+import fcntl, os, pty, signal, sys, termios, time
+corral = sys.argv[1:]
+m, s = pty.openpty()
+leader = os.fork()
+if leader == 0:
+    os.setsid()
+    fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+    c = os.fork()
+    if c == 0:
+        os.setpgid(0, 0)
+        for fd in (0, 1, 2):
+            os.dup2(s, fd)
+        os.execv(corral[0], corral)
+    try:
+        os.setpgid(c, c)
+    except OSError:
+        pass
+    _, st = os.waitpid(c, os.WUNTRACED)
+    print("corral", "stopped" if os.WIFSTOPPED(st) else "ended", flush=True)
+    def kids(p):
+        try:
+            return [int(x) for x in open("/proc/%d/task/%d/children" % (p, p)).read().split()]
+        except OSError:
+            return []
+    def state(p):
+        return open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[0]
+    cmd = [k for i in kids(c) for k in kids(i)]
+    st_cmd = "none"
+    for _ in range(100):
+        st_cmd = state(cmd[0]) if cmd else "none"
+        if st_cmd == "T":
+            break
+        time.sleep(0.02)
+    print("command", st_cmd, flush=True)
+    os.tcsetpgrp(s, c)
+    os.killpg(c, signal.SIGCONT)
+    _, st = os.waitpid(c, 0)
+    print("then", os.waitstatus_to_exitcode(st), flush=True)
+    os._exit(0)
+os.close(s)
+os.write(m, b"typed ahead\n")  # input waiting on the terminal: the background job reads it
+while True:
+    try:
+        if not os.read(m, 4096):
+            break
+    except OSError:
+        break
+os.waitpid(leader, 0)
+)PY";
+  std::vector<std::string> argv = {"/usr/bin/python3", "-c", driver};
+  for (const std::string& a : corralArgv({"--timeout", "2s"}, {"/bin/sh", "-c", "sleep 30"}, false)) argv.push_back(a);
+  RunResult r = run(argv, RunOptions{.deadline = std::chrono::milliseconds(40'000)});
+  EXPECT_EQ(r.out, "corral stopped\ncommand T\nthen 124\n")
+      << claim("limits.timeout", "a background corral stopped by the terminal left its command running") << r.describe();
 }
 
 TEST(LimitsTimeout, ControlFastCommandIsUntouched) {
