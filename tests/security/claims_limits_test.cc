@@ -210,10 +210,13 @@ if leader == 0:
             return []
     def state(p):
         return open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[0]
-    cmd = [k for i in kids(c) for k in kids(i)]
     st_cmd = "none"
-    for _ in range(100):
-        st_cmd = state(cmd[0]) if cmd else "none"
+    for _ in range(250):  # the command: init's child (init may have a short-lived helper too)
+        for k in [k for i in kids(c) for k in kids(i)]:
+            try:
+                st_cmd = state(k)
+            except OSError:
+                continue
         if st_cmd == "T":
             break
         time.sleep(0.02)
