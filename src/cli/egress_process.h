@@ -19,7 +19,8 @@
 //   fd 4: the proxy's end of the sandbox's channel.
 //   fd 5: the events file, a memfd the launcher made and reads after the proxy has ended.
 //         The proxy appends one line per event the moment it records it: "egress JSON" or
-//         "lease JSON" (the report's entries, in order). What it saw is therefore kept even
+//         "lease JSON" (the report's entries, in order), and at the stop one "overflow JSON"
+//         when there were more than it records one by one. What it saw is therefore kept even
 //         when it dies mid-run: the launcher reports those events, with the run failed.
 // The proxy process dies with the launcher (PR_SET_PDEATHSIG, checked against PARENT_PID)
 // and ignores the terminal's signals: Ctrl-C reaches the command through the launcher, and

@@ -284,8 +284,9 @@ class EgressProcess final : public ExecEgress {
   }
 
   void addToReport(nlohmann::ordered_json& extra) override {
-    extra["egress"] = egress_events_;
-    if (with_leases_) extra["leases"] = lease_events_;
+    extra["egress"] = std::move(egress_events_);
+    if (with_leases_) extra["leases"] = std::move(lease_events_);
+    if (!overflow_.empty()) extra["egress_overflow"] = std::move(overflow_);
   }
 
  private:
@@ -345,6 +346,7 @@ class EgressProcess final : public ExecEgress {
       if (!event.is_object()) ++unreadable;
       else if (kind == "egress") egress_events_.push_back(std::move(event));
       else if (kind == "lease") lease_events_.push_back(std::move(event));
+      else if (kind == "overflow") overflow_ = std::move(event);
       else ++unreadable;
     }
     return unreadable;
@@ -396,6 +398,7 @@ class EgressProcess final : public ExecEgress {
   UniqueFd events_;       // the events file, read by stop()
   nlohmann::ordered_json egress_events_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();
+  nlohmann::ordered_json overflow_ = nlohmann::ordered_json::object();  // past the events recorded one by one
 };
 
 }  // namespace

@@ -24,6 +24,12 @@ std::string runTag() {
   return "exec-" + audit::toHex(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
 }
 
+// Events recorded one by one in a run, of each kind. Every request the sandbox makes costs the
+// host memory in the record (the events file, the launcher's report), outside any limit the
+// run has; past this many, further events are counted by decision and rule instead, and the
+// report says so ("egress_overflow").
+constexpr size_t kMaxEventsPerKind = 20'000;
+
 // Events arrive on the proxy thread.
 class ProxyEgress final : public ExecEgress {
  public:
@@ -39,8 +45,7 @@ class ProxyEgress final : public ExecEgress {
     events_file_ = std::move(wiring.events_file);
     config.on_event = [this](const net::ConnectionEvent& e) {
       std::lock_guard lock(mu_);
-      if (events_file_.valid()) return append("egress", net::eventJson(e));
-      events_.push_back(net::eventJson(e));
+      record("egress", net::eventJson(e), events_recorded_, events_);
     };
     config.leases = inv.credentials;
     if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
@@ -48,8 +53,7 @@ class ProxyEgress final : public ExecEgress {
     if (wiring.placeholder_random) config.placeholder_random = std::move(wiring.placeholder_random);
     config.on_lease_event = [this](const net::LeaseEvent& e) {
       std::lock_guard lock(mu_);
-      if (events_file_.valid()) return append("lease", net::leaseEventJson(e));
-      lease_events_.push_back(net::leaseEventJson(e));
+      record("lease", net::leaseEventJson(e), lease_events_recorded_, lease_events_);
     };
     ASSIGN_OR_RETURN(proxy_, net::SandboxEgress::start(std::move(config)));
     if (wiring.proxy_end.valid()) {
@@ -65,6 +69,7 @@ class ProxyEgress final : public ExecEgress {
   Result<void> stop() override {
     proxy_.reset();  // joins the proxy thread: no event comes after this
     std::lock_guard lock(mu_);
+    if (!overflow_.empty() && events_file_.valid()) append("overflow", overflow_);
     if (lost_ > 0)
       return Error(file_error_, "the egress proxy could not record " + std::to_string(lost_) + " of its events");
     return {};
@@ -72,11 +77,25 @@ class ProxyEgress final : public ExecEgress {
 
   void addToReport(nlohmann::ordered_json& extra) override {
     std::lock_guard lock(mu_);
-    extra["egress"] = events_;
-    if (with_leases_) extra["leases"] = lease_events_;
+    extra["egress"] = std::move(events_);
+    if (!overflow_.empty()) extra["egress_overflow"] = overflow_;
+    if (with_leases_) extra["leases"] = std::move(lease_events_);
   }
 
  private:
+  void record(const char* kind, nlohmann::ordered_json event, size_t& recorded, nlohmann::ordered_json& list) {
+    if (recorded >= kMaxEventsPerKind) {
+      nlohmann::ordered_json& counts = overflow_[kind];
+      if (!counts.is_object()) counts = nlohmann::ordered_json::object();
+      const std::string key = event.value("decision", "") + "/" + event.value("rule", "");
+      counts[key] = counts.value(key, uint64_t{0}) + 1;
+      return;
+    }
+    ++recorded;
+    if (events_file_.valid()) return append(kind, event);
+    list.push_back(std::move(event));
+  }
+
   // One line per event, in one write(2) where it fits: a proxy killed mid-write leaves at most
   // its last line cut short, which the reader drops. A failed write is counted and fails the
   // run at the stop (an audit record with a hole is not a complete one).
@@ -99,6 +118,8 @@ class ProxyEgress final : public ExecEgress {
   UniqueFd events_file_;
   size_t lost_ = 0;
   int file_error_ = 0;
+  size_t events_recorded_ = 0, lease_events_recorded_ = 0;
+  nlohmann::ordered_json overflow_ = nlohmann::ordered_json::object();  // kind -> "decision/rule" -> count
   nlohmann::ordered_json events_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();
   std::unique_ptr<net::SandboxEgress> proxy_;

@@ -184,6 +184,32 @@ TEST(EgressAllowlistOnly, AProxyThatDiesMidRunLeavesWhatWentOutBeforeInTheReport
   EXPECT_GT(events[0]["bytes_down"].get<int>(), 0) << r.describe();
 }
 
+// A sandbox that floods the proxy with requests grows the record, and with it the host's
+// memory outside any limit of the run (1.25 KB of proxy memory per refused request, and a
+// report of 24 MB for 50,000). The first 20,000 events of a kind are recorded one by one,
+// the rest counted by decision and rule; the run and its report stay whole.
+TEST(EgressAllowlistOnly, AFloodOfRequestsIsRecordedUpToABoundAndCountedPastIt) {
+  const std::string flood = R"PY(
+import socket
+for i in range(20006):
+    c = socket.create_connection(("127.0.0.1", 3128))
+    c.sendall(b"GET http://flood.invalid/ HTTP/1.1\r\nHost: flood.invalid\r\n\r\n")
+    while c.recv(4096):
+        pass
+    c.close()
+print("sent")
+)PY";
+  std::vector<std::string> argv = {corralBin(), "exec", "--net", "proxy", "--timeout", "120s", "--json",
+                                   "--", "python3", "-c", flood};
+  RunResult r = run(argv, RunOptions{.deadline = std::chrono::milliseconds(150'000)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "sent\n");
+  ASSERT_TRUE(r.report) << r.describe();
+  EXPECT_EQ((*r.report)["egress"].size(), 20000u);
+  EXPECT_EQ((*r.report)["egress_overflow"], nlohmann::json::parse(R"({"egress": {"refuse/no-grant": 6}})"))
+      << claim("egress.allowlist-only", "the events past the bound were not counted") << (*r.report)["egress_overflow"];
+}
+
 // Control for the tests above: the same run, proxy left alone, gets its 200.
 TEST(EgressAllowlistOnly, ControlWithTheProxyAliveTheSameRequestArrives) {
   EgressServers s;
