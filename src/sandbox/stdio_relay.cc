@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <system_error>
 #include <thread>
@@ -111,7 +112,22 @@ bool inSandboxGroups(gid_t gid, const userns::IdMapPlan& sandbox) {
 struct StdioRelay::OutputPump {
   UniqueFd from;
   int to = -1;
-  UniqueFd done;  // an eventfd, readable once the copy has ended
+  uint64_t file_limit = 0;  // the caller's fd is a regular file: RLIMIT_FSIZE's rule, else 0
+  UniqueFd done;            // an eventfd, readable once the copy has ended
+
+  // How many of n bytes a write at the file's position may add under file_limit (as
+  // RLIMIT_FSIZE would allow the command's own write: up to the limit, then nothing).
+  size_t allowed(size_t n) const {
+    if (file_limit == 0) return n;
+    const int flags = ::fcntl(to, F_GETFL);
+    struct stat st{};
+    off_t pos = 0;
+    if (flags >= 0 && (flags & O_APPEND) != 0) pos = ::fstat(to, &st) == 0 ? st.st_size : 0;
+    else pos = ::lseek(to, 0, SEEK_CUR);
+    if (pos < 0) return n;
+    const uint64_t at = static_cast<uint64_t>(pos);
+    return at >= file_limit ? 0 : static_cast<size_t>(std::min<uint64_t>(n, file_limit - at));
+  }
 
   void run() {
     char buf[kChunk];
@@ -120,8 +136,14 @@ struct StdioRelay::OutputPump {
       const ssize_t n = ::read(from.get(), buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      if (caller_reads) caller_reads = writeAll(to, buf, static_cast<size_t>(n));
+      if (!caller_reads) continue;
+      const size_t ok = allowed(static_cast<size_t>(n));
+      caller_reads = writeAll(to, buf, ok);
+      // At the limit: the pipe closes, and the command's next write fails (EPIPE, SIGPIPE), as
+      // its own write past RLIMIT_FSIZE would have (EFBIG, SIGXFSZ).
+      if (ok < static_cast<size_t>(n)) break;
     }
+    from.reset();
     const uint64_t one = 1;
     while (::write(done.get(), &one, sizeof one) < 0 && errno == EINTR) {
     }
@@ -149,8 +171,9 @@ bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox) {
   return false;
 }
 
-Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan& sandbox) {
+Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan& sandbox, uint64_t file_size_limit) {
   StdioRelay relay;
+  relay.file_size_limit_ = file_size_limit;
   for (int n = 0; n <= 2; ++n) {
     const int host = given[n] >= 0 ? given[n] : n;
     if (stdioSafeToHandOver(host, sandbox)) continue;
@@ -189,6 +212,8 @@ Result<void> StdioRelay::startOutput() {
     if (s.n == 0 || s.pump) continue;
     auto pump = std::make_shared<OutputPump>();
     pump->to = s.host;
+    struct stat st{};
+    if (::fstat(s.host, &st) == 0 && S_ISREG(st.st_mode)) pump->file_limit = file_size_limit_;
     pump->done.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!pump->done.valid()) return sysError("stdio relay: eventfd");
     setNonBlocking(s.ours.get(), false);

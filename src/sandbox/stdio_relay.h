@@ -33,7 +33,9 @@ class StdioRelay {
  public:
   // For each of 0..2 whose fd (given[n] >= 0, else n itself) is not safe to hand over, makes a
   // pipe: the sandbox gets one end, which sandboxFd(n) returns (>= 3, as init requires).
-  static Result<StdioRelay> plan(const int given[3], const userns::IdMapPlan& sandbox);
+  // file_size_limit: the run's --file-size, which the command's own writes would meet in a
+  // regular file handed to it (RLIMIT_FSIZE); corral's relay into one holds to it too.
+  static Result<StdioRelay> plan(const int given[3], const userns::IdMapPlan& sandbox, uint64_t file_size_limit);
 
   StdioRelay() = default;
   StdioRelay(StdioRelay&&) = default;
@@ -75,6 +77,7 @@ class StdioRelay {
   void pumpIn(Stream& s, short revents_host, short revents_pipe);
   std::vector<Stream> streams_;
   bool background_read_ = false;
+  uint64_t file_size_limit_ = 0;
 };
 
 }  // namespace corral::sandbox

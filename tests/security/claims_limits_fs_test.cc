@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Claims limits.file-size, limits.open-files, limits.tmpfs-size, limits.fail-closed.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -24,6 +25,29 @@ TEST(LimitsFileSize, WritingPastTheCapFailsWithEfbigWhenSigxfszIsIgnored) {
   RunResult r = runProbe({"--file-size", "64K"}, {"write-big", "/workspace/big", "1M", "ignore-xfsz"});
   EXPECT_TRUE(probeRefused(r, {"EFBIG"})) << claim("limits.file-size", "write past 64K did not fail with EFBIG");
   EXPECT_EQ(r.probe().num("bytes"), 64 << 10) << r.describe();
+}
+
+// A regular file given as the command's stdout is relayed by corral (the command must not get
+// the host inode), so the command's RLIMIT_FSIZE never met it: 5 MB went into a file under
+// --file-size 1M. corral's relay holds to the limit itself; past it the command's writes fail
+// (EPIPE: head dies of SIGPIPE), as its own would have past RLIMIT_FSIZE.
+TEST(LimitsFileSize, AFileGivenAsStdoutIsHeldToTheCapToo) {
+  TempDir dir("fsize-stdout");
+  for (const char* redirect : {">", ">>"}) {
+    const std::string out = dir / "out.bin";
+    std::string script = "exec";
+    for (const std::string& a :
+         corralArgv({"--file-size", "1M"}, {"/bin/sh", "-c", "head -c 5M /dev/zero; echo head=$? >&2"}, false))
+      script += " '" + a + "'";
+    script += std::string(" ") + redirect + "'" + out + "'";
+    RunResult r = run({"/bin/sh", "-c", script});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    struct stat st{};
+    ASSERT_EQ(::stat(out.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 1 << 20) << claim("limits.file-size", std::string("stdout ") + redirect + " a file grew past 1M");
+    EXPECT_EQ(r.err, "head=" + std::to_string(128 + SIGPIPE) + "\n") << r.describe();
+    ::unlink(out.c_str());
+  }
 }
 
 TEST(LimitsFileSize, ControlWriteUnderTheCapSucceeds) {
