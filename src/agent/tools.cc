@@ -132,8 +132,13 @@ std::vector<ToolSpec> toolSpecs() {
   };
 }
 
+// A call refused before its handler (the task has finished, no wall time is left) is still a
+// tool call: counted like one, and its arguments kept like one's (--trace-content full), so
+// the counters agree with the trace's tool_call entries.
 Result<ToolResult> refuseToolCall(RunContext& run, const TaskState& task, const ToolCall& call, std::string_view rule,
                                   std::string_view reason) {
+  ++run.counters.tool_calls;
+  RETURN_IF_ERROR(run.keep(call.arguments_json));
   return tools::refuse(run, task, call, rule, std::string(reason));
 }
 

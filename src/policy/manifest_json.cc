@@ -209,6 +209,9 @@ Result<Json> parseStrict(std::string_view bytes, size_t max_bytes, std::string_v
   Where root{doc, ""};
   if (bytes.size() > max_bytes)
     return root.error("larger than " + std::to_string(max_bytes) + " bytes");
+  // nlohmann's lexer skips a UTF-8 byte order mark; JSON text has none (RFC 8259 section 8.1),
+  // and a strict document is read exactly as its hash commits to it.
+  if (bytes.starts_with("\xEF\xBB\xBF")) return root.error("starts with a UTF-8 byte order mark (save it without one)");
   StrictSax sax(doc);
   bool ok = false;
   try {

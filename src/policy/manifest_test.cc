@@ -306,6 +306,13 @@ TEST(ParseManifest, InvalidUtf8IsRefusedWithThePath) {
   expectRefused(parseManifest(R"({"version":1,"task":"\ud800"})"), "manifest: task: invalid JSON", "surrogate");
 }
 
+// nlohmann's lexer skips a byte order mark; a strict document has none (red team, session 12).
+TEST(ParseManifest, AByteOrderMarkIsRefused) {
+  const std::string text = R"({"version":1,"model":{"provider":"replay","transcript":"r"},"task":"t"})";
+  ASSERT_TRUE(parseManifest(text).ok()) << "control";
+  expectRefused(parseManifest("\xEF\xBB\xBF" + text), "manifest: $: starts with a UTF-8 byte order mark", "bom");
+}
+
 TEST(ParseManifest, BudgetsRefuseEveryNonIntegerAndOutOfRange) {
   const std::pair<const char*, const char*> counts[] = {
       {"max_turns", "1..10000"},       {"max_model_calls", "1..100000"}, {"max_loops", "1..1000"},

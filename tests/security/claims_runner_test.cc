@@ -939,5 +939,25 @@ TEST(AuditRunStepsRecorded, AnOutputIsHashedWithoutBeingHeldInMemory) {
   ::unlink((f.ws / "big.bin").c_str());
 }
 
+// The run's counters agree with its trace: calls refused before their handler (after the
+// task finished, past the wall time) are tool calls too. A reply [finish, read, read] gave
+// three tool_call entries but "tool_calls": 1, "refusals": 2.
+TEST(AuditRunStepsRecorded, TheCountersAgreeWithTheToolCallsTraced) {
+  RunFixture f;
+  f.ws.write("in.txt", "x");
+  f.reply({call("finish", {{"summary", "done"}}), call("read", {{"path", "in.txt"}}), call("read", {{"path", "in.txt"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const size_t traced = f.toolCalls().size();
+  ASSERT_EQ(traced, 3u);
+  const nlohmann::json summary = runJson(r);
+  EXPECT_EQ(summary.value("tool_calls", -1), 3) << claim("audit.run-steps-recorded", "counters disagree with the trace")
+                                                << summary.dump();
+  EXPECT_EQ(summary.value("refusals", -1), 2) << summary.dump();
+  auto end = f.entries("run_end");
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end[0].value("tool_calls", -1), 3) << end[0].dump();
+}
+
 }  // namespace
 }  // namespace corral::testing
