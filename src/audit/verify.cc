@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -12,11 +13,43 @@
 #include "audit/result.h"
 #include "audit/sha256.h"
 #include "audit/trace_chain.h"
+#include "base/open_beneath.h"
+#include "base/unique_fd.h"
 
 namespace corral::audit {
 namespace {
 
 std::string n(uint64_t v) { return std::to_string(v); }
+
+// 5. What the run applied to the workspace is still there as it wrote it. The body is
+// authentic by now (its hash is committed, and signed when a key was given); its paths are
+// still opened beneath the workspace only, never through a symlink, and never a FIFO's read.
+std::string checkOutputs(const std::string& workspace, const nlohmann::json& body, VerifyReport& rep) {
+  const auto it = body.find("outputs");
+  if (it == body.end() || !it->is_array()) return "";
+  UniqueFd ws(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!ws.valid()) return sysError("open workspace " + workspace).message();
+  for (const nlohmann::json& o : *it) {
+    if (!o.is_object() || o.value("applied", "") != "copied") continue;
+    const std::string path = o.value("path", "");
+    const std::string want = o.value("sha256", "");
+    if (path.empty() || !isSha256Hex(want)) return "result.json: an applied output without a path or sha256";
+    auto quoted = canonicalJson(nlohmann::json(path));  // one line, whatever the path holds
+    const std::string shown = quoted ? *quoted : "\"?\"";
+    UniqueFd f(openBeneath(ws.get(), path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!f.valid() && errno == ENOENT)
+      return "output " + shown + " is missing from the workspace (the run wrote sha256 " + want + ")";
+    if (!f.valid()) return sysError("output " + shown).message();
+    struct stat st {};
+    if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "output " + shown + " is not a regular file";
+    const std::string got = sha256HexOfFd(f.get());
+    if (got != want)
+      return "output " + shown + " differs from what the run wrote (sha256 " + want + ", now " + got +
+             "): changed after the run (--record-only checks the record alone)";
+    ++rep.outputs_checked;
+  }
+  return "";
+}
 
 // Returns the failure text, or "" when everything checked out.
 std::string check(const std::string& workspace, const VerifyOptions& opt, VerifyReport& rep) {
@@ -90,6 +123,7 @@ std::string check(const std::string& workspace, const VerifyOptions& opt, Verify
   // 4. A head retained from elsewhere (printed at the end of the run, or published).
   if (opt.trusted_head && *opt.trusted_head != chain->head)
     return "trace head " + chain->head + " differs from the trusted head " + *opt.trusted_head;
+  if (opt.check_outputs) return checkOutputs(workspace, result->body, rep);
   return "";
 }
 

@@ -14,6 +14,9 @@ namespace corral::audit {
 struct VerifyOptions {
   const PublicKey* public_key = nullptr;   // require a valid signature by this key
   std::optional<std::string> trusted_head;  // require the trace to end at this head (hex)
+  // Require each output the run applied to the workspace ("applied": "copied" in the body)
+  // to be there still, as it wrote it (its sha256). Off: the record alone is checked.
+  bool check_outputs = true;
 };
 
 enum class SignatureStatus { kAbsent, kNotChecked, kValid };
@@ -42,6 +45,8 @@ struct VerifyReport {
   uint64_t unvouched_lines = 0;
   uint64_t unvouched_run_start_line = 0;
   std::string unvouched_prior;
+  // Outputs the run applied that were compared with the workspace, and matched.
+  uint64_t outputs_checked = 0;
 };
 
 // Verifies WORKSPACE/.corral. Returns an Error only when the workspace itself cannot be

@@ -28,11 +28,12 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 125;
 
 constexpr char kUsage[] =
-    "usage: corral verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
+    "usage: corral verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--record-only] [--json]\n"
     "  Verifies WORKSPACE/.corral: the trace's hash chain, result.json's commitments (trace\n"
     "  head and count, body hash) and, with --public-key, its Ed25519 signature; with\n"
-    "  --trusted-head, that the trace ends at that head. Exit 0 verified, 1 failed, 125 usage.\n"
-    "  Format: docs/audit-format.md.\n";
+    "  --trusted-head, that the trace ends at that head; and that each output the run applied\n"
+    "  to WORKSPACE is there as it wrote it (--record-only: the record alone).\n"
+    "  Exit 0 verified, 1 failed, 125 usage. Format: docs/audit-format.md.\n";
 
 struct Args {
   std::string workspace;
@@ -40,6 +41,7 @@ struct Args {
   std::optional<std::string> trusted_head;
   bool json = false;
   bool help = false;
+  bool record_only = false;
 };
 
 Result<Args> parseArgs(const std::vector<std::string>& args) {
@@ -57,6 +59,8 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
       out.help = true;
     } else if (a == "--json") {
       out.json = true;
+    } else if (a == "--record-only") {
+      out.record_only = true;
     } else if (is("--public-key")) {
       ASSIGN_OR_RETURN(out.public_key_file, value("--public-key"));
     } else if (is("--trusted-head")) {
@@ -108,11 +112,14 @@ void printJson(const audit::VerifyReport& r) {
                       {"prior", r.prior.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.prior)},
                       {"unvouched_lines", r.unvouched_lines},
                       {"unvouched_run_start_line", r.unvouched_run_start_line},
-                      {"unvouched_prior", r.unvouched_prior.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.unvouched_prior)}};
+                      {"unvouched_prior", r.unvouched_prior.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.unvouched_prior)},
+                      {"outputs_checked", r.outputs_checked}};
   std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
-void printText(const audit::VerifyReport& r) {
+void printText(const audit::VerifyReport& r, bool record_only) {
+  const std::string outputs = record_only ? "outputs not compared (--record-only)"
+                                          : std::to_string(r.outputs_checked) + " applied outputs match the workspace";
   std::string sig;
   switch (r.signature) {
     case audit::SignatureStatus::kAbsent: sig = "unsigned"; break;
@@ -123,9 +130,9 @@ void printText(const audit::VerifyReport& r) {
       break;
     case audit::SignatureStatus::kValid: sig = "signature valid, key " + r.public_key_spki_sha256; break;
   }
-  std::printf("corral: verify: ok: %llu trace lines, head %s, manifest %s; %s\n",
+  std::printf("corral: verify: ok: %llu trace lines, head %s, manifest %s; %s; %s\n",
               static_cast<unsigned long long>(r.trace_count), r.trace_head.c_str(), r.manifest_sha256.c_str(),
-              sig.c_str());
+              sig.c_str(), outputs.c_str());
   if (r.unvouched_lines > 0) {
     // A signature covers every line, but a run only found the lines before it there: the
     // widest prefix any run found without a result it could check is vouched for by nobody.
@@ -181,6 +188,7 @@ int verifyMain(const std::vector<std::string>& args) {
   audit::VerifyOptions options;
   options.public_key = key ? &*key : nullptr;
   options.trusted_head = parsed->trusted_head;
+  options.check_outputs = !parsed->record_only;
   auto report = audit::verifyRecord(parsed->workspace, options);
   if (!report) {
     std::fprintf(stderr, "corral: verify: %s\n", oneLine(report.error().message()).c_str());
@@ -191,7 +199,7 @@ int verifyMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "corral: verify: %s\n", oneLine(report->failure).c_str());
     return kExitFailed;
   }
-  if (!parsed->json) printText(*report);
+  if (!parsed->json) printText(*report, parsed->record_only);
   return kExitOk;
 }
 

@@ -959,5 +959,43 @@ TEST(AuditRunStepsRecorded, TheCountersAgreeWithTheToolCallsTraced) {
   EXPECT_EQ(end[0].value("tool_calls", -1), 3) << end[0].dump();
 }
 
+// --- audit.chain-tamper-evident: the workspace's outputs against the record ---
+
+// `corral verify` checked the record alone: an output the run applied could be replaced in
+// the workspace afterwards and the record still said "ok". It now compares every output the
+// body says was applied with the workspace (its sha256), beneath the workspace and never
+// through a symlink; --record-only leaves the workspace out.
+TEST(AuditChainTamperEvident, AnAppliedOutputChangedAfterTheRunFailsVerify) {
+  RunFixture f;
+  f.reply({call("write", {{"path", "out.txt"}, {"content", "the run's work\n"}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto verify = [&](std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {corralBin(), "verify", f.ws.path()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return corral::testing::run(argv);
+  };
+  RunResult ok = verify();
+  EXPECT_EQ(ok.exit_code, 0) << "control" << ok.describe();
+  EXPECT_NE(ok.out.find("1 applied outputs match the workspace"), std::string::npos) << ok.describe();
+
+  f.ws.write("out.txt", "something else\n");
+  RunResult changed = verify();
+  EXPECT_EQ(changed.exit_code, 1) << claim("audit.chain-tamper-evident", "a replaced output verified") << changed.describe();
+  EXPECT_NE(changed.err.find("output \"out.txt\" differs from what the run wrote"), std::string::npos) << changed.describe();
+  EXPECT_EQ(verify({"--record-only"}).exit_code, 0) << "--record-only checks the record alone";
+
+  ::unlink((f.ws / "out.txt").c_str());
+  ASSERT_EQ(::symlink("/etc/hostname", (f.ws / "out.txt").c_str()), 0);
+  RunResult linked = verify();
+  EXPECT_EQ(linked.exit_code, 1) << claim("audit.chain-tamper-evident", "an output swapped for a symlink verified")
+                                 << linked.describe();
+  ::unlink((f.ws / "out.txt").c_str());
+  RunResult missing = verify();
+  EXPECT_EQ(missing.exit_code, 1) << missing.describe();
+  EXPECT_NE(missing.err.find("is missing from the workspace"), std::string::npos) << missing.describe();
+}
+
 }  // namespace
 }  // namespace corral::testing
