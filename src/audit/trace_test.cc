@@ -105,7 +105,7 @@ TEST(TraceWriter, RefusesAnEntryOverTheLineLimit) {
   for (int i = 0; i < 20; ++i) data["k" + std::to_string(i)] = std::string(4000, 'x');  // each string is allowed
   auto r = w->append("step", data);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), static_cast<int>(Errc::kRefused));
+  EXPECT_EQ(r.error().code(), static_cast<int>(Errc::kLimit));
   EXPECT_EQ(w->count(), 0u);
 }
 
