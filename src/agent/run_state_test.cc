@@ -32,7 +32,8 @@ TEST(RunContextRecord, AnEntryOverTheLineLimitIsRecordedByTypeSizeAndHash) {
   RunContext run;
   run.trace = &*trace;
   ASSERT_TRUE(run.record("tool_call", {{"small", "ok"}}).ok()) << "control";
-  const nlohmann::json big = {{"blob", std::string(100 * 1024, 'x')}};
+  nlohmann::json big = nlohmann::json::object();  // each string within the trace's 4 KiB, 90 KB in all
+  for (int i = 0; i < 30; ++i) big["k" + std::to_string(i)] = std::string(3000, 'x');
   auto r = run.record("tool_call", big);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(trace->count(), 2u);
