@@ -169,8 +169,9 @@ TEST(LimitsTimeout, ACtrlZStopsTheWholeSandboxAndTheDeadlineHoldsOnceContinued) 
   std::vector<pid_t> command = childrenOf(init[0]);
   ASSERT_EQ(command.size(), 1u) << "control: init's one child is the command";
   corral.signal(SIGTSTP);
-  ASSERT_TRUE(reachesState(corral.pid(), 'T', std::chrono::seconds(5))) << "corral itself did not stop";
-  EXPECT_TRUE(reachesState(command[0], 'T', std::chrono::seconds(5)))
+  ASSERT_TRUE(reachesState(corral.pid(), 'T', std::chrono::seconds(10))) << "corral itself did not stop";
+  // Stopped: 'T', or 'D' for a shell waiting in vfork() on a child stopped before its exec.
+  EXPECT_TRUE(reachesState(command[0], 'T', std::chrono::seconds(10)) || procState(command[0]) == 'D')
       << claim("limits.timeout", "corral was stopped and the command ran on unsupervised") << procState(command[0]);
   corral.signal(SIGCONT);
   EXPECT_TRUE(corral.exitedWithin(std::chrono::seconds(10))) << claim("limits.timeout", "no deadline after SIGCONT");
@@ -210,13 +211,22 @@ if leader == 0:
             return []
     def state(p):
         return open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[0]
+    def tree(p):
+        out = []
+        for k in kids(p):
+            out += [k] + tree(k)
+        return out
+    # Every process of the sandbox (init's descendants) stopped: 'T', or 'D' for a shell
+    # waiting in vfork() on a child that was stopped before its exec.
     st_cmd = "none"
-    for _ in range(250):  # the command: init's child (init may have a short-lived helper too)
-        for k in [k for i in kids(c) for k in kids(i)]:
+    for _ in range(500):
+        states = []
+        for k in [k for i in kids(c) for k in tree(i)]:
             try:
-                st_cmd = state(k)
+                states.append(state(k))
             except OSError:
                 continue
+        st_cmd = "T" if states and all(x in "TD" for x in states) else "".join(states) or "none"
         if st_cmd == "T":
             break
         time.sleep(0.02)
