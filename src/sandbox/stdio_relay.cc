@@ -52,8 +52,8 @@ ssize_t writeNoSigpipe(int fd, const char* data, size_t len) {
 }
 
 // Writes all of data to the caller's fd, waiting if it is non-blocking and full (on an output
-// pump's thread only). False when the caller's side is gone (the output is then dropped, as a
-// closed terminal would).
+// pump's thread only). False when the caller's side takes no more (its reader is gone, a full
+// disk, a file-size limit).
 bool writeAll(int fd, const char* data, size_t len) {
   while (len > 0) {
     ssize_t n = writeNoSigpipe(fd, data, len);
@@ -108,10 +108,11 @@ bool inSandboxGroups(gid_t gid, const userns::IdMapPlan& sandbox) {
 // One output stream's copy, on a thread of its own: blocking reads from corral's end of the
 // pipe, blocking writes to the caller's fd, until every writer in the sandbox is gone. The
 // thread is detached and shares this object, so a copy still blocked on a caller who never
-// reads can be abandoned (drain) without anything it uses going away under it.
+// reads can be abandoned (drain) without anything it uses going away under it: it writes to
+// its own duplicate of the caller's fd, never to a number the caller may close and reuse.
 struct StdioRelay::OutputPump {
   UniqueFd from;
-  int to = -1;
+  UniqueFd to_fd;
   uint64_t file_limit = 0;  // the caller's fd is a regular file: RLIMIT_FSIZE's rule, else 0
   UniqueFd done;            // an eventfd, readable once the copy has ended
 
@@ -119,6 +120,7 @@ struct StdioRelay::OutputPump {
   // RLIMIT_FSIZE would allow the command's own write: up to the limit, then nothing).
   size_t allowed(size_t n) const {
     if (file_limit == 0) return n;
+    const int to = to_fd.get();
     const int flags = ::fcntl(to, F_GETFL);
     struct stat st{};
     off_t pos = 0;
@@ -129,19 +131,19 @@ struct StdioRelay::OutputPump {
     return at >= file_limit ? 0 : static_cast<size_t>(std::min<uint64_t>(n, file_limit - at));
   }
 
+  // Ends when the sandbox's writers are gone, or when the caller's side takes no more: its
+  // reader went (EPIPE), its disk is full, its own RLIMIT_FSIZE or --file-size is reached.
+  // Then the pipe closes and the command's next write fails (EPIPE; SIGPIPE by default), as
+  // its own write would have failed on the caller's fd: `corral exec -- yes | head -1` ends.
+  // (Reading on and dropping the rest, as before, left `yes` running for ever.)
   void run() {
     char buf[kChunk];
-    bool caller_reads = true;
     for (;;) {
       const ssize_t n = ::read(from.get(), buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      if (!caller_reads) continue;
       const size_t ok = allowed(static_cast<size_t>(n));
-      caller_reads = writeAll(to, buf, ok);
-      // At the limit: the pipe closes, and the command's next write fails (EPIPE, SIGPIPE), as
-      // its own write past RLIMIT_FSIZE would have (EFBIG, SIGXFSZ).
-      if (ok < static_cast<size_t>(n)) break;
+      if (!writeAll(to_fd.get(), buf, ok) || ok < static_cast<size_t>(n)) break;
     }
     from.reset();
     const uint64_t one = 1;
@@ -211,7 +213,8 @@ Result<void> StdioRelay::startOutput() {
   for (Stream& s : streams_) {
     if (s.n == 0 || s.pump) continue;
     auto pump = std::make_shared<OutputPump>();
-    pump->to = s.host;
+    pump->to_fd.reset(::fcntl(s.host, F_DUPFD_CLOEXEC, 3));
+    if (!pump->to_fd.valid()) return sysError("stdio relay: dup");
     struct stat st{};
     if (::fstat(s.host, &st) == 0 && S_ISREG(st.st_mode)) pump->file_limit = file_size_limit_;
     pump->done.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -309,9 +312,11 @@ void StdioRelay::drain(int signals, int limit_ms) {
     if (r <= 0) break;  // the limit: what the caller has not taken by now is dropped
     if (fds.size() > pumps && (fds[pumps].revents & POLLIN)) {
       signalfd_siginfo si{};
-      if (::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si) &&
-          (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT))
+      const bool got = ::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si);
+      if (got && (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT))
         break;  // told to stop: the sandbox is gone, only its last output is left undelivered
+      // A job-control stop still stops corral (there is no sandbox left to stop with it).
+      if (got && (si.ssi_signo == SIGTSTP || si.ssi_signo == SIGTTIN || si.ssi_signo == SIGTTOU)) ::kill(::getpid(), SIGSTOP);
     }
     size_t i = 0;
     for (Stream& s : streams_) {

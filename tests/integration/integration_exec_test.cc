@@ -328,5 +328,20 @@ TEST(ExecSignals, ASignalToCorralAloneIsForwardedOnce) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
 }
 
+// stdout that corral relays (here a named FIFO, which is never handed over) whose reader goes
+// away: the command's next write fails as it would on the caller's own pipe (EPIPE, SIGPIPE).
+// The relay used to read on and drop the output, so `corral exec -- yes | head -1` (rootless:
+// every pipe is relayed) never ended. Likewise a caller's full disk or file-size limit.
+TEST(ExecSupervision, ARelayedStdoutWhoseReaderIsGoneEndsTheCommandAsItsOwnPipeWould) {
+  TempDir dir("relay-epipe");
+  const std::string fifo = dir / "out";
+  std::string script = "mkfifo '" + fifo + "' && { head -c 10 <'" + fifo + "' >/dev/null & } && exec";
+  for (const std::string& a : corralArgv({}, {"/usr/bin/yes"}, false)) script += " '" + a + "'";
+  script += " >'" + fifo + "'";
+  RunResult r = run({"/bin/sh", "-c", script}, RunOptions{.deadline = std::chrono::milliseconds(20'000)});
+  EXPECT_FALSE(r.deadline_hit) << "the command ran on after its stdout's reader was gone" << r.describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGPIPE) << r.describe();
+}
+
 }  // namespace
 }  // namespace corral::testing
