@@ -2,6 +2,7 @@
 // Init and command setup inside the sandbox (between clone and execve).
 #include "sandbox/child.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -17,6 +18,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
@@ -113,12 +118,56 @@ long spawnCommand(const Context& ctx) {
   return result;
 }
 
+// Every process of the sandbox but init is stopped ('T'), or cannot run before it stops: 'D'
+// (a shell held in vfork() by a stopped child, or in the kernel with the stop pending), a
+// zombie. Read from init's own /proc (the sandbox's pid namespace).
+bool everyoneStopped() {
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return true;  // cannot look: the one round sent is all there is
+  bool all = true;
+  while (dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 1) continue;
+    char path[64], stat[512];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // gone meanwhile
+    const ssize_t n = ::read(fd, stat, sizeof stat - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    stat[n] = '\0';
+    const char* paren = std::strrchr(stat, ')');
+    if (paren == nullptr || paren[1] == '\0' || paren[2] == '\0') continue;
+    if (std::strchr("TtDZX", paren[2]) == nullptr) {
+      all = false;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return all;
+}
+
+// A job-control stop of the whole sandbox. kill(-1) signals one process at a time, so one not
+// signalled yet can SIGCONT one already stopped (a SIGCONT also drops a pending SIGSTOP): a
+// pair of processes doing that kept running while corral was stopped. A stopped process
+// sends nothing, so rounds until every process is seen stopped converge.
+void stopEverything() {
+  for (int round = 0; round < 1000; ++round) {
+    ::kill(-1, SIGSTOP);
+    if (everyoneStopped()) return;
+    const timespec pause{0, 100'000};  // let the signalled ones reach their stop
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
 // Reaps everything; returns when the command has exited and nothing else is left.
 // With --net proxy, init also hands each connection to its loopback listener to the host
 // (netns::relayPending); signals then arrive through a signalfd polled beside it.
 int superviseCommand(pid_t command, const sigset_t& waited, int proxy_listen) {
   int command_status = 0;
   bool command_done = false;
+  bool job_stopped = false;  // stopped by corral's job control, not yet continued
   const int sigfd = proxy_listen >= 0 ? ::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
   if (proxy_listen >= 0 && sigfd < 0) {
     ::kill(command, SIGKILL);  // cannot supervise both: refuse to run half-wired
@@ -138,9 +187,15 @@ int superviseCommand(pid_t command, const sigset_t& waited, int proxy_listen) {
       sig = ::sigwaitinfo(&waited, &info);
       if (sig < 0) continue;
     }
-    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGCONT) {
-      // kill(-1) from a pid namespace's init reaches every process in it but init.
-      ::kill(-1, sig == SIGCONT ? SIGCONT : SIGSTOP);
+    // kill(-1) from a pid namespace's init reaches every process in it but init.
+    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+      stopEverything();
+      job_stopped = true;
+      continue;
+    }
+    if (sig == SIGCONT && job_stopped) {  // the job resumes; any other SIGCONT is the command's own
+      ::kill(-1, SIGCONT);
+      job_stopped = false;
       continue;
     }
     if (sig != SIGCHLD) {

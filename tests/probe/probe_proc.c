@@ -239,6 +239,28 @@ static int op_sleep(int argc, char **argv) {
   return probe_ok(NULL);
 }
 
+// N processes that each SIGCONT all the others for ever (pids in shared memory): an attempt
+// to escape a job-control stop sent one process at a time. Prints "ready" once all run;
+// the top process waits.
+static int op_cont_storm(int argc, char **argv) {
+  long long n = argc == 2 ? probe_number(argv[1]) : -1;
+  if (n < 2 || n > 64) return probe_usage("cont-storm N (2..64)");
+  volatile pid_t *pids = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (pids == MAP_FAILED) return probe_errno(errno, NULL);
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = fork();
+    if (pid < 0) return probe_errno(errno, NULL);
+    if (pid == 0)
+      for (;;)
+        for (int j = 0; j < n; ++j)
+          if (j != i && pids[j] > 0) kill(pids[j], SIGCONT);
+    pids[i] = pid;
+  }
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) pause();
+}
+
 const struct probe_op probe_proc_ops[] = {
     {"fork-bomb", "N", op_fork_bomb},
     {"alloc", "BYTES (touch every page)", op_alloc},
@@ -251,5 +273,6 @@ const struct probe_op probe_proc_ops[] = {
     {"exit", "N", op_exit},
     {"kill-self", "SIGNO", op_kill_self},
     {"sleep", "MS", op_sleep},
+    {"cont-storm", "N (N processes SIGCONT each other for ever; prints ready)", op_cont_storm},
     {NULL, NULL, NULL},
 };

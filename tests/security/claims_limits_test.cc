@@ -253,6 +253,62 @@ os.waitpid(leader, 0)
       << claim("limits.timeout", "a background corral stopped by the terminal left its command running") << r.describe();
 }
 
+// The stop goes to one process at a time: a process not stopped yet could SIGCONT one that
+// was (8 processes doing nothing else escaped within a few tries). Init repeats the stop until
+// it sees every process stopped; a stopped process sends nothing.
+std::vector<pid_t> descendantsOf(pid_t pid) {
+  std::vector<pid_t> out;
+  for (pid_t c : childrenOf(pid)) {
+    out.push_back(c);
+    for (pid_t d : descendantsOf(c)) out.push_back(d);
+  }
+  return out;
+}
+
+TEST(LimitsTimeout, ProcessesThatContinueEachOtherCannotEscapeAJobStop) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    Process corral = Process::start(probeArgv({"--timeout", "1s"}, {"cont-storm", "8"}));
+    auto ready = corral.readLine(std::chrono::seconds(30));
+    ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+    corral.signal(SIGTSTP);
+    ASSERT_TRUE(reachesState(corral.pid(), 'T', std::chrono::seconds(10))) << "corral itself did not stop";
+    std::vector<pid_t> init = childrenOf(corral.pid());
+    ASSERT_EQ(init.size(), 1u);
+    std::string running;
+    for (int sample = 0; sample < 10 && running.empty(); ++sample) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (pid_t p : descendantsOf(init[0]))
+        if (std::string("TtDZX").find(procState(p)) == std::string::npos && procState(p) != '?')
+          running += std::to_string(p) + ":" + procState(p) + " ";
+    }
+    EXPECT_TRUE(running.empty()) << claim("limits.timeout", "processes of the sandbox run on while corral is stopped: ") << running;
+    corral.signal(SIGCONT);
+    EXPECT_TRUE(corral.exitedWithin(std::chrono::seconds(10)));
+    EXPECT_EQ(corral.wait().exit_code, 124);
+    if (!running.empty()) break;
+  }
+}
+
+// A SIGCONT that corral did not follow a stop of its own with is the command's, forwarded to
+// its process group as before: it does not continue a process the command stopped itself.
+TEST(ExecSignals, ASigcontToCorralDoesNotContinueWhatTheCommandStopped) {
+  Process corral = Process::start(corralArgv(
+      {"--timeout", "2s"}, {"/bin/sh", "-c", "setsid sleep 100 & p=$!; sleep 0.3; kill -STOP $p; echo ready; wait"}, false));
+  auto ready = corral.readLine(std::chrono::seconds(30));
+  ASSERT_TRUE(ready && *ready == "ready") << corral.wait().describe();
+  std::vector<pid_t> init = childrenOf(corral.pid());
+  ASSERT_EQ(init.size(), 1u);
+  pid_t sleeper = -1;
+  for (pid_t p : descendantsOf(init[0]))
+    if (reachesState(p, 'T', std::chrono::milliseconds(200))) sleeper = p;
+  ASSERT_GT(sleeper, 0) << "control: the command stopped its sleep";
+  corral.signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(procState(sleeper), 'T') << "a stray SIGCONT to corral continued a process the command had stopped";
+  EXPECT_EQ(corral.wait().exit_code, 124);
+}
+
 TEST(LimitsTimeout, ControlFastCommandIsUntouched) {
   RunResult r = runProbe({"--timeout", "10s"}, {"exit", "7"});
   EXPECT_EQ(r.exit_code, 7) << r.describe();
