@@ -24,11 +24,14 @@ std::string runTag() {
   return "exec-" + audit::toHex(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
 }
 
-// Events recorded one by one in a run, of each kind. Every request the sandbox makes costs the
-// host memory in the record (the events file, the launcher's report), outside any limit the
-// run has; past this many, further events are counted by decision and rule instead, and the
-// report says so ("egress_overflow").
+// Events recorded one by one in a run, of each kind, and their bytes. Every request the
+// sandbox makes costs the host memory in the record (the events file, the launcher's report),
+// outside any limit the run has; past either bound, further events are counted by decision
+// and rule instead, and the report says so ("egress_overflow"). An event's fields are bounded
+// (a method or target the sandbox chose is recorded by hash past a few hundred bytes), so the
+// count is the usual bound; the bytes are the backstop.
 constexpr size_t kMaxEventsPerKind = 20'000;
+constexpr size_t kMaxEventBytesPerKind = size_t{16} * 1024 * 1024;
 
 // Events arrive on the proxy thread.
 class ProxyEgress final : public ExecEgress {
@@ -84,7 +87,9 @@ class ProxyEgress final : public ExecEgress {
 
  private:
   void record(const char* kind, nlohmann::ordered_json event, size_t& recorded, nlohmann::ordered_json& list) {
-    if (recorded >= kMaxEventsPerKind) {
+    size_t& bytes = std::string_view(kind) == "egress" ? events_bytes_ : lease_events_bytes_;
+    const size_t size = event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size();
+    if (recorded >= kMaxEventsPerKind || bytes + size > kMaxEventBytesPerKind) {
       nlohmann::ordered_json& counts = overflow_[kind];
       if (!counts.is_object()) counts = nlohmann::ordered_json::object();
       const std::string key = event.value("decision", "") + "/" + event.value("rule", "");
@@ -92,6 +97,7 @@ class ProxyEgress final : public ExecEgress {
       return;
     }
     ++recorded;
+    bytes += size;
     if (events_file_.valid()) return append(kind, event);
     list.push_back(std::move(event));
   }
@@ -119,6 +125,7 @@ class ProxyEgress final : public ExecEgress {
   size_t lost_ = 0;
   int file_error_ = 0;
   size_t events_recorded_ = 0, lease_events_recorded_ = 0;
+  size_t events_bytes_ = 0, lease_events_bytes_ = 0;
   nlohmann::ordered_json overflow_ = nlohmann::ordered_json::object();  // kind -> "decision/rule" -> count
   nlohmann::ordered_json events_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();

@@ -63,7 +63,7 @@ void Connection::onHead() {
       readHead();
       return;
     case RequestHeadParser::Status::kError:
-      ev_.method = parser_.head().method;
+      ev_.method = methodText(parser_.head().method);
       if (ev_.method == "CONNECT") ev_.kind = "connect";
       // Where a refused head was aimed (a smuggling attempt), when its request line parsed.
       ev_.requested = requestedText(ev_.kind == "connect" ? std::string_view(parser_.head().target)
@@ -75,7 +75,7 @@ void Connection::onHead() {
   }
   ++timer_gen_;  // the head arrived: its deadline no longer applies
   timer_.cancel();
-  ev_.method = parser_.head().method;
+  ev_.method = methodText(parser_.head().method);
   std::string lease_name, lease_rest;
   if (ev_.method == "CONNECT") {
     handleConnect();

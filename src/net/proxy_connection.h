@@ -168,6 +168,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 inline constexpr size_t kRelayBuffer = size_t{64} * 1024;
 std::string requestedText(std::string_view authority);  // ConnectionEvent::requested
+// A request's method for the record: as sent when it is short (a token: the parser checked),
+// else its hash. The method is the sandbox's to choose, up to the request line's 8 KiB, and
+// every event carries it.
+std::string methodText(std::string_view method);
 // The authority of a request target, for the record: an absolute-form target's host[:port];
 // anything else up to its first '/', '?' or '#', so no path or query is ever recorded.
 std::string_view targetAuthority(std::string_view target);

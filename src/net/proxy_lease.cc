@@ -80,7 +80,7 @@ void Connection::handleLease(const std::string& name, const std::string& rest) {
   le.tag = policy_->tag;
   le.lease = ev_.lease;
   le.mode = "broker";
-  le.method = parser_.head().method;
+  le.method = methodText(parser_.head().method);
   le.path_sha256 = audit::sha256Hex(rest);  // the path may carry data: only its hash is kept
   lease_ev_ = std::move(le);
   const Lease* lease = broker.find(name);

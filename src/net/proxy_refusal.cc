@@ -52,6 +52,11 @@ int statusForRule(policy::egress::Rule rule) {
   }
 }
 
+std::string methodText(std::string_view method) {
+  if (method.size() <= 32) return printable(method, 32);
+  return "sha256:" + audit::sha256Hex(method);
+}
+
 std::string requestedText(std::string_view authority) {
   std::string text;
   // Userinfo may be a credential: it is never recorded, only noted.

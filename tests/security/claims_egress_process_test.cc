@@ -210,6 +210,25 @@ print("sent")
       << claim("egress.allowlist-only", "the events past the bound were not counted") << (*r.report)["egress_overflow"];
 }
 
+// Each event is bounded too: a method is the sandbox's to choose, up to the request line's
+// 8 KiB, and 20,000 events with an 8 KB method made a 168 MB report. A long one is recorded
+// by its hash.
+TEST(EgressAllowlistOnly, ALongMethodIsRecordedByItsHash) {
+  const std::string script = R"PY(
+import socket
+c = socket.create_connection(("127.0.0.1", 3128))
+c.sendall(b"M" * 5000 + b" http://flood.invalid/ HTTP/1.1\r\nHost: flood.invalid\r\n\r\n")
+print(c.recv(4096).split(b"\r\n")[0].decode())
+)PY";
+  RunResult r = run({corralBin(), "exec", "--net", "proxy", "--json", "--", "python3", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(r.report) << r.describe();
+  ASSERT_EQ((*r.report)["egress"].size(), 1u) << r.report->dump();
+  const std::string method = (*r.report)["egress"][0].value("method", "");
+  EXPECT_TRUE(method.starts_with("sha256:") && method.size() == 71)
+      << claim("egress.allowlist-only", "a 5,000-byte method went into the record as sent") << method.size();
+}
+
 // Control for the tests above: the same run, proxy left alone, gets its 200.
 TEST(EgressAllowlistOnly, ControlWithTheProxyAliveTheSameRequestArrives) {
   EgressServers s;
