@@ -36,12 +36,17 @@ std::string checkOutputs(const std::string& workspace, const nlohmann::json& bod
     if (path.empty() || !isSha256Hex(want)) return "result.json: an applied output without a path or sha256";
     auto quoted = canonicalJson(nlohmann::json(path));  // one line, whatever the path holds
     const std::string shown = quoted ? *quoted : "\"?\"";
-    UniqueFd f(openBeneath(ws.get(), path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-    if (!f.valid() && errno == ENOENT)
+    // O_PATH first: a device node or FIFO put where an output was is looked at, never opened.
+    UniqueFd at(openBeneath(ws.get(), path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!at.valid() && errno == ENOENT)
       return "output " + shown + " is missing from the workspace (the run wrote sha256 " + want + ")";
-    if (!f.valid()) return sysError("output " + shown).message();
+    if (!at.valid() && (errno == EXDEV || errno == ELOOP))
+      return "output " + shown + " resolves outside the workspace or through a symlink";
+    if (!at.valid()) return sysError("output " + shown).message();
     struct stat st {};
-    if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "output " + shown + " is not a regular file";
+    if (::fstat(at.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "output " + shown + " is not a regular file";
+    UniqueFd f(::open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!f.valid()) return sysError("output " + shown).message();
     const std::string got = sha256HexOfFd(f.get());
     if (got != want)
       return "output " + shown + " differs from what the run wrote (sha256 " + want + ", now " + got +
