@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <initializer_list>
+#include <string_view>
 
 #include "audit/canonical_json.h"
 #include "audit/record_dir.h"
@@ -35,22 +37,27 @@ std::string checkOutputs(const std::string& workspace, const nlohmann::json& bod
     const std::string want = o.value("sha256", "");
     if (path.empty() || !isSha256Hex(want)) return "result.json: an applied output without a path or sha256";
     auto quoted = canonicalJson(nlohmann::json(path));  // one line, whatever the path holds
-    const std::string shown = quoted ? *quoted : "\"?\"";
+    std::string what = "output ";
+    what += quoted ? *quoted : "\"?\"";
+    auto said = [&what](std::initializer_list<std::string_view> parts) {
+      std::string m = what;
+      for (std::string_view p : parts) m += p;
+      return m;
+    };
     // O_PATH first: a device node or FIFO put where an output was is looked at, never opened.
     UniqueFd at(openBeneath(ws.get(), path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    if (!at.valid() && errno == ENOENT)
-      return "output " + shown + " is missing from the workspace (the run wrote sha256 " + want + ")";
+    if (!at.valid() && errno == ENOENT) return said({" is missing from the workspace (the run wrote sha256 ", want, ")"});
     if (!at.valid() && (errno == EXDEV || errno == ELOOP))
-      return "output " + shown + " resolves outside the workspace or through a symlink";
-    if (!at.valid()) return sysError("output " + shown).message();
+      return said({" resolves outside the workspace or through a symlink"});
+    if (!at.valid()) return sysError(what).message();
     struct stat st {};
-    if (::fstat(at.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "output " + shown + " is not a regular file";
+    if (::fstat(at.get(), &st) != 0 || !S_ISREG(st.st_mode)) return said({" is not a regular file"});
     UniqueFd f(::open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-    if (!f.valid()) return sysError("output " + shown).message();
+    if (!f.valid()) return sysError(what).message();
     const std::string got = sha256HexOfFd(f.get());
     if (got != want)
-      return "output " + shown + " differs from what the run wrote (sha256 " + want + ", now " + got +
-             "): changed after the run (--record-only checks the record alone)";
+      return said({" differs from what the run wrote (sha256 ", want, ", now ", got,
+                   "): changed after the run (--record-only checks the record alone)"});
     ++rep.outputs_checked;
   }
   return "";

@@ -343,10 +343,10 @@ class EgressProcess final : public ExecEgress {
       auto event = space == std::string_view::npos
                        ? nlohmann::ordered_json()
                        : nlohmann::ordered_json::parse(line.substr(space + 1), nullptr, /*allow_exceptions=*/false);
-      if (!event.is_object()) ++unreadable;
-      else if (kind == "egress") egress_events_.push_back(std::move(event));
-      else if (kind == "lease") lease_events_.push_back(std::move(event));
-      else if (kind == "overflow") overflow_ = std::move(event);
+      const bool object = event.is_object();
+      if (object && kind == "egress") egress_events_.push_back(std::move(event));
+      else if (object && kind == "lease") lease_events_.push_back(std::move(event));
+      else if (object && kind == "overflow") overflow_ = std::move(event);
       else ++unreadable;
     }
     return unreadable;
