@@ -118,9 +118,26 @@ long spawnCommand(const Context& ctx) {
   return result;
 }
 
-// Every process of the sandbox but init is stopped ('T'), or cannot run before it stops: 'D'
-// (a shell held in vfork() by a stopped child, or in the kernel with the stop pending), a
-// zombie. Read from init's own /proc (the sandbox's pid namespace).
+// A process in 'D' (in the kernel: a shell held in vfork() by a stopped child, a slow read)
+// stops as it leaves, provided its SIGSTOP is still pending: a SIGCONT from a sibling that was
+// still running would have dropped it.
+bool stopPending(long pid) {
+  char path[64], status[4096];
+  std::snprintf(path, sizeof path, "/proc/%ld/status", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // gone meanwhile
+  const ssize_t n = ::read(fd, status, sizeof status - 1);
+  ::close(fd);
+  if (n <= 0) return true;
+  status[n] = '\0';
+  const char* shd = std::strstr(status, "\nShdPnd:");
+  if (shd == nullptr) return false;
+  const unsigned long long pending = std::strtoull(shd + 9, nullptr, 16);
+  return (pending >> (SIGSTOP - 1)) & 1;
+}
+
+// Every process of the sandbox but init is stopped ('T'), or cannot run before it stops ('D'
+// with the stop pending; a zombie). Read from init's own /proc (the sandbox's pid namespace).
 bool everyoneStopped() {
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return true;  // cannot look: the one round sent is all there is
@@ -139,7 +156,9 @@ bool everyoneStopped() {
     stat[n] = '\0';
     const char* paren = std::strrchr(stat, ')');
     if (paren == nullptr || paren[1] == '\0' || paren[2] == '\0') continue;
-    if (std::strchr("TtDZX", paren[2]) == nullptr) {
+    const char state = paren[2];
+    if ((state != 'T' && state != 't' && state != 'D' && state != 'Z' && state != 'X') ||
+        (state == 'D' && !stopPending(pid))) {
       all = false;
       break;
     }
@@ -151,11 +170,14 @@ bool everyoneStopped() {
 // A job-control stop of the whole sandbox. kill(-1) signals one process at a time, so one not
 // signalled yet can SIGCONT one already stopped (a SIGCONT also drops a pending SIGSTOP): a
 // pair of processes doing that kept running while corral was stopped. A stopped process
-// sends nothing, so rounds until every process is seen stopped converge.
+// sends nothing, so rounds until every process is seen stopped converge. One scan is not
+// proof: a process seen stopped can be continued by one scanned later, which then stops on
+// its own pending SIGSTOP; the one it continued has no stop pending and runs, so a second
+// scan sees it.
 void stopEverything() {
   for (int round = 0; round < 1000; ++round) {
     ::kill(-1, SIGSTOP);
-    if (everyoneStopped()) return;
+    if (everyoneStopped() && everyoneStopped()) return;
     const timespec pause{0, 100'000};  // let the signalled ones reach their stop
     ::nanosleep(&pause, nullptr);
   }
