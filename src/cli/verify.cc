@@ -118,8 +118,10 @@ void printJson(const audit::VerifyReport& r) {
 }
 
 void printText(const audit::VerifyReport& r, bool record_only) {
-  const std::string outputs = record_only ? "outputs not compared (--record-only)"
-                                          : std::to_string(r.outputs_checked) + " applied outputs match the workspace";
+  std::string outputs = "outputs not compared (--record-only)";
+  if (!record_only)
+    outputs = std::to_string(r.outputs_checked) +
+              (r.outputs_checked == 1 ? " applied output matches the workspace" : " applied outputs match the workspace");
   std::string sig;
   switch (r.signature) {
     case audit::SignatureStatus::kAbsent: sig = "unsigned"; break;

@@ -978,7 +978,7 @@ TEST(AuditChainTamperEvident, AnAppliedOutputChangedAfterTheRunFailsVerify) {
   };
   RunResult ok = verify();
   EXPECT_EQ(ok.exit_code, 0) << "control" << ok.describe();
-  EXPECT_NE(ok.out.find("1 applied outputs match the workspace"), std::string::npos) << ok.describe();
+  EXPECT_NE(ok.out.find("1 applied output matches the workspace"), std::string::npos) << ok.describe();
 
   f.ws.write("out.txt", "something else\n");
   RunResult changed = verify();
