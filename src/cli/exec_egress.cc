@@ -72,7 +72,8 @@ class ProxyEgress final : public ExecEgress {
   Result<void> stop() override {
     proxy_.reset();  // joins the proxy thread: no event comes after this
     std::lock_guard lock(mu_);
-    if (!overflow_.empty() && events_file_.valid()) append("overflow", overflow_);
+    if (!overflow_.empty() && events_file_.valid())
+      append("overflow", overflow_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     if (lost_ > 0)
       return Error(file_error_, "the egress proxy could not record " + std::to_string(lost_) + " of its events");
     return {};
@@ -88,8 +89,8 @@ class ProxyEgress final : public ExecEgress {
  private:
   void record(const char* kind, nlohmann::ordered_json event, size_t& recorded, nlohmann::ordered_json& list) {
     size_t& bytes = std::string_view(kind) == "egress" ? events_bytes_ : lease_events_bytes_;
-    const size_t size = event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size();
-    if (recorded >= kMaxEventsPerKind || bytes + size > kMaxEventBytesPerKind) {
+    const std::string text = event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (recorded >= kMaxEventsPerKind || bytes + text.size() > kMaxEventBytesPerKind) {
       nlohmann::ordered_json& counts = overflow_[kind];
       if (!counts.is_object()) counts = nlohmann::ordered_json::object();
       const std::string key = event.value("decision", "") + "/" + event.value("rule", "");
@@ -97,17 +98,19 @@ class ProxyEgress final : public ExecEgress {
       return;
     }
     ++recorded;
-    bytes += size;
-    if (events_file_.valid()) return append(kind, event);
+    bytes += text.size();
+    if (events_file_.valid()) return append(kind, text);
     list.push_back(std::move(event));
   }
 
   // One line per event, in one write(2) where it fits: a proxy killed mid-write leaves at most
   // its last line cut short, which the reader drops. A failed write is counted and fails the
   // run at the stop (an audit record with a hole is not a complete one).
-  void append(const char* kind, const nlohmann::ordered_json& event) {
-    const std::string line =
-        std::string(kind) + ' ' + event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + '\n';
+  void append(const char* kind, std::string_view text) {
+    std::string line(kind);
+    line += ' ';
+    line += text;
+    line += '\n';
     for (size_t done = 0; done < line.size();) {
       const ssize_t n = ::write(events_file_.get(), line.data() + done, line.size() - done);
       if (n < 0 && errno == EINTR) continue;
