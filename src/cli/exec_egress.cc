@@ -48,7 +48,7 @@ class ProxyEgress final : public ExecEgress {
     events_file_ = std::move(wiring.events_file);
     config.on_event = [this](const net::ConnectionEvent& e) {
       std::lock_guard lock(mu_);
-      record("egress", net::eventJson(e), events_recorded_, events_);
+      record(egress_, net::eventJson(e));
     };
     config.leases = inv.credentials;
     if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
@@ -56,7 +56,7 @@ class ProxyEgress final : public ExecEgress {
     if (wiring.placeholder_random) config.placeholder_random = std::move(wiring.placeholder_random);
     config.on_lease_event = [this](const net::LeaseEvent& e) {
       std::lock_guard lock(mu_);
-      record("lease", net::leaseEventJson(e), lease_events_recorded_, lease_events_);
+      record(leases_, net::leaseEventJson(e));
     };
     ASSIGN_OR_RETURN(proxy_, net::SandboxEgress::start(std::move(config)));
     if (wiring.proxy_end.valid()) {
@@ -81,26 +81,32 @@ class ProxyEgress final : public ExecEgress {
 
   void addToReport(nlohmann::ordered_json& extra) override {
     std::lock_guard lock(mu_);
-    extra["egress"] = std::move(events_);
+    extra["egress"] = std::move(egress_.list);
     if (!overflow_.empty()) extra["egress_overflow"] = overflow_;
-    if (with_leases_) extra["leases"] = std::move(lease_events_);
+    if (with_leases_) extra["leases"] = std::move(leases_.list);
   }
 
  private:
-  void record(const char* kind, nlohmann::ordered_json event, size_t& recorded, nlohmann::ordered_json& list) {
-    size_t& bytes = std::string_view(kind) == "egress" ? events_bytes_ : lease_events_bytes_;
+  // One kind of event: what is recorded one by one, and how much of it.
+  struct Kind {
+    const char* name;  // the events file's line prefix and the overflow's key
+    size_t recorded = 0, bytes = 0;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();  // in-process only
+  };
+
+  void record(Kind& kind, nlohmann::ordered_json event) {
     const std::string text = event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    if (recorded >= kMaxEventsPerKind || bytes + text.size() > kMaxEventBytesPerKind) {
-      nlohmann::ordered_json& counts = overflow_[kind];
+    if (kind.recorded >= kMaxEventsPerKind || kind.bytes + text.size() > kMaxEventBytesPerKind) {
+      nlohmann::ordered_json& counts = overflow_[kind.name];
       if (!counts.is_object()) counts = nlohmann::ordered_json::object();
       const std::string key = event.value("decision", "") + "/" + event.value("rule", "");
       counts[key] = counts.value(key, uint64_t{0}) + 1;
       return;
     }
-    ++recorded;
-    bytes += text.size();
-    if (events_file_.valid()) return append(kind, text);
-    list.push_back(std::move(event));
+    ++kind.recorded;
+    kind.bytes += text.size();
+    if (events_file_.valid()) return append(kind.name, text);
+    kind.list.push_back(std::move(event));
   }
 
   // One line per event, in one write(2) where it fits: a proxy killed mid-write leaves at most
@@ -127,11 +133,8 @@ class ProxyEgress final : public ExecEgress {
   UniqueFd events_file_;
   size_t lost_ = 0;
   int file_error_ = 0;
-  size_t events_recorded_ = 0, lease_events_recorded_ = 0;
-  size_t events_bytes_ = 0, lease_events_bytes_ = 0;
+  Kind egress_{"egress"}, leases_{"lease"};
   nlohmann::ordered_json overflow_ = nlohmann::ordered_json::object();  // kind -> "decision/rule" -> count
-  nlohmann::ordered_json events_ = nlohmann::ordered_json::array();
-  nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();
   std::unique_ptr<net::SandboxEgress> proxy_;
   UniqueFd channel_;  // the sandbox's end
 };
