@@ -281,11 +281,7 @@ Result<void> PrivateWorkspace::writeFile(std::string_view rel, std::string_view 
 // Streamed: an output may be as large as the sandbox's file-size limit allows (a sparse 5 GB
 // file is one truncate(1) away), and reading it whole took twice its size in memory.
 std::string PrivateWorkspace::hashOf(std::string_view rel) const {
-  const std::string r(rel);
-  UniqueFd fd(openBeneath(dir_.get(), r.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
-  struct stat st;
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-  return audit::sha256HexOfFd(fd.get());
+  return audit::sha256OfFileBeneath(dir_.get(), std::string(rel)).sha256;
 }
 
 std::vector<sandbox::OutputResult> PrivateWorkspace::copyOutputsTo(int host_workspace,

@@ -131,14 +131,10 @@ std::optional<std::string> sandboxGap() {
 }
 
 // SHA-256 of the host's copy of a declared output before copy-back ("" when there is no
-// regular file there), to report "changed". Opened beneath the workspace through no symlink
-// and without blocking, and hashed as a stream: the host workspace may hold a FIFO, a device
-// or a symlinked directory where an output is declared.
+// regular file there), to report "changed". The host workspace may hold a FIFO, a device or a
+// symlinked directory where an output is declared: sha256OfFileBeneath never opens those.
 std::string hostOutputHash(int host_dir, const std::string& path) {
-  UniqueFd f(openBeneath(host_dir, path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY));
-  struct stat st;
-  if (!f.valid() || ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-  return audit::sha256HexOfFd(f.get());
+  return audit::sha256OfFileBeneath(host_dir, path).sha256;
 }
 
 }  // namespace

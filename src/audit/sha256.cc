@@ -4,11 +4,17 @@
 
 #include <openssl/evp.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
+#include <string>
+
+#include "base/open_beneath.h"
+#include "base/unique_fd.h"
 
 namespace corral::audit {
 
@@ -67,6 +73,35 @@ std::string sha256HexOfFd(int fd) {
     hash.update(std::string_view(buf.get(), static_cast<size_t>(n)));
   }
   return hash.hexDigest();
+}
+
+FileDigest sha256OfFileBeneath(int dir, const std::string& path) {
+  FileDigest d;
+  UniqueFd at(openBeneath(dir, path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!at.valid()) {
+    d.err = errno;
+    d.status = d.err == ENOENT                     ? FileDigest::Status::kMissing
+               : d.err == EXDEV || d.err == ELOOP ? FileDigest::Status::kOutside
+                                                  : FileDigest::Status::kError;
+    return d;
+  }
+  struct stat st {};
+  if (::fstat(at.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    d.status = FileDigest::Status::kNotRegular;
+    return d;
+  }
+  UniqueFd f(::open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!f.valid()) {
+    d.err = errno;
+    return d;
+  }
+  d.sha256 = sha256HexOfFd(f.get());
+  if (d.sha256.empty()) {
+    d.err = EIO;
+    return d;
+  }
+  d.status = FileDigest::Status::kOk;
+  return d;
 }
 
 std::string sha256Hex(std::string_view bytes) {

@@ -18,6 +18,17 @@ std::string sha256Hex(std::string_view bytes);
 // The hex SHA-256 of what is left to read from fd, read in 64 KiB pieces (never the whole file
 // in memory); "" on a read error.
 std::string sha256HexOfFd(int fd);
+
+// The SHA-256 of the regular file at path beneath dir (base/open_beneath.h: no symlink, no
+// way out of dir), looked at with O_PATH before it is opened, so a device node or FIFO there
+// is never opened. `status` says why there is no digest.
+struct FileDigest {
+  enum class Status { kOk, kMissing, kOutside, kNotRegular, kError };
+  Status status = Status::kError;
+  std::string sha256;  // kOk only
+  int err = 0;         // kError: the errno
+};
+FileDigest sha256OfFileBeneath(int dir, const std::string& path);
 std::string toHex(std::string_view bytes);
 // Incremental SHA-256 for streams (a command's output) that are hashed whole but kept only in part.
 class Sha256Stream {

@@ -44,17 +44,16 @@ std::string checkOutputs(const std::string& workspace, const nlohmann::json& bod
       for (std::string_view p : parts) m += p;
       return m;
     };
-    // O_PATH first: a device node or FIFO put where an output was is looked at, never opened.
-    UniqueFd at(openBeneath(ws.get(), path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    if (!at.valid() && errno == ENOENT) return said({" is missing from the workspace (the run wrote sha256 ", want, ")"});
-    if (!at.valid() && (errno == EXDEV || errno == ELOOP))
-      return said({" resolves outside the workspace or through a symlink"});
-    if (!at.valid()) return sysError(what).message();
-    struct stat st {};
-    if (::fstat(at.get(), &st) != 0 || !S_ISREG(st.st_mode)) return said({" is not a regular file"});
-    UniqueFd f(::open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-    if (!f.valid()) return sysError(what).message();
-    const std::string got = sha256HexOfFd(f.get());
+    const FileDigest d = sha256OfFileBeneath(ws.get(), path);
+    switch (d.status) {
+      case FileDigest::Status::kOk: break;
+      case FileDigest::Status::kMissing:
+        return said({" is missing from the workspace (the run wrote sha256 ", want, ")"});
+      case FileDigest::Status::kOutside: return said({" resolves outside the workspace or through a symlink"});
+      case FileDigest::Status::kNotRegular: return said({" is not a regular file"});
+      case FileDigest::Status::kError: return sysError(what, d.err).message();
+    }
+    const std::string& got = d.sha256;
     if (got != want)
       return said({" differs from what the run wrote (sha256 ", want, ", now ", got,
                    "): changed after the run (--record-only checks the record alone)"});
