@@ -26,6 +26,7 @@
 #include "cli/exec_options.h"
 #include "cli/launcher.h"
 #include "sandbox/cpu_placement.h"
+#include "sandbox/job_signals.h"
 #include "net/lease_spec.h"
 #include "policy/egress_grant.h"
 
@@ -304,7 +305,7 @@ class EgressProcess final : public ExecEgress {
       if (signals >= 0 && (p[1].revents & POLLIN)) {
         signalfd_siginfo si{};
         if (::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si) &&
-            (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT))
+            sandbox::endsTheWait(static_cast<int>(si.ssi_signo)))
           return Error(Errc::kRefused, std::string("interrupted by SIG") + sigabbrev_np(static_cast<int>(si.ssi_signo)) +
                                            " before the command started");
         continue;

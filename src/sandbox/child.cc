@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "sandbox/caps.h"
+#include "sandbox/job_signals.h"
 #include "sandbox/landlock.h"
 #include "sandbox/netns.h"
 #include "sandbox/sync_channel.h"
@@ -210,7 +211,7 @@ int superviseCommand(pid_t command, const sigset_t& waited, int proxy_listen) {
       if (sig < 0) continue;
     }
     // kill(-1) from a pid namespace's init reaches every process in it but init.
-    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+    if (isJobStop(sig)) {
       stopEverything();
       job_stopped = true;
       continue;

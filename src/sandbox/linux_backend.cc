@@ -28,6 +28,7 @@
 #include "sandbox/child.h"
 #include "sandbox/cpu_placement.h"
 #include "sandbox/host_facilities.h"
+#include "sandbox/job_signals.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launch_timing.h"
 #include "sandbox/limit_plan.h"
@@ -62,8 +63,6 @@ constexpr uint64_t kCloneIntoCgroup = 0x200000000ULL;
 // whole sandbox, then itself; SIGCONT (fg, bg) resumes both.
 constexpr int kForwardedSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
                                      SIGWINCH, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU};
-
-bool isJobStop(int sig) { return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU; }
 
 // Zeroes the strings behind /proc/self/cmdline and /proc/self/environ (child side).
 void scrubProcessStrings() {

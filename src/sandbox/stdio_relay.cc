@@ -18,6 +18,8 @@
 #include <system_error>
 #include <thread>
 
+#include "sandbox/job_signals.h"
+
 namespace corral::sandbox {
 namespace {
 
@@ -313,10 +315,10 @@ void StdioRelay::drain(int signals, int limit_ms) {
     if (fds.size() > pumps && (fds[pumps].revents & POLLIN)) {
       signalfd_siginfo si{};
       const bool got = ::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si);
-      if (got && (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT))
+      if (got && endsTheWait(static_cast<int>(si.ssi_signo)))
         break;  // told to stop: the sandbox is gone, only its last output is left undelivered
       // A job-control stop still stops corral (there is no sandbox left to stop with it).
-      if (got && (si.ssi_signo == SIGTSTP || si.ssi_signo == SIGTTIN || si.ssi_signo == SIGTTOU)) ::kill(::getpid(), SIGSTOP);
+      if (got && isJobStop(static_cast<int>(si.ssi_signo))) ::kill(::getpid(), SIGSTOP);
     }
     size_t i = 0;
     for (Stream& s : streams_) {
