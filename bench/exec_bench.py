@@ -58,6 +58,7 @@ class Context:
     workspace: Path
     corral: Path
     timer: Path
+    bare: Path | None = None            # corral-bench-bare (bench/bare_launcher.c), if built
     order: str = "shuffle"
     gap_ms: int = 0
     side_ns: str | None = None          # /proc/PID/ns/mnt of the crun helper namespace
@@ -264,6 +265,26 @@ def crun_argv(ctx: Context, bundle: Path, cgroups: bool) -> list[str]:
             str(bundle), f"corral-bench-{os.getpid()}-{bundle.name}"]
 
 
+BARE_LABELS = {
+    "bare_nonet": ("bare launcher, bwrap's mounts, no network namespace", ["--no-net"]),
+    "bare": ("bare launcher: bwrap's namespaces and mounts, nothing else", []),
+}
+
+
+def bare_candidates(ctx: Context, keys: list[str]) -> list[Candidate]:
+    """The control of bench/bare_launcher.c: what bwrap's shape costs without bwrap (or corral)."""
+    out = []
+    for k in keys:
+        label, flags = BARE_LABELS[k]
+        c = Candidate(k, label, [str(ctx.bare), *flags, str(ctx.workspace), "/bin/true"],
+                      note="a control, not a sandbox: no seccomp, Landlock, /etc, /proc masks or "
+                           "supervision (bench/bare_launcher.c)")
+        if ctx.bare is None:
+            c.skip = "corral-bench-bare not built next to corral"
+        out.append(c)
+    return out
+
+
 def main_candidates(ctx: Context, as_nobody: bool) -> list[Candidate]:
     owner = NOBODY if as_nobody else ctx.uid
     c = [
@@ -274,6 +295,7 @@ def main_candidates(ctx: Context, as_nobody: bool) -> list[Candidate]:
                   note="namespaces only: no mounts, no pivot_root"),
         Candidate("bwrap", "bubblewrap --unshare-all", bwrap_argv(ctx, ["--unshare-all"],
                                                                    ctx.workspace)),
+        *bare_candidates(ctx, ["bare"]),
     ]
     if shutil.which("crun"):
         plain = crun_bundle(ctx, "crun-" + ("nobody" if as_nobody else "root"), owner, False)
@@ -330,6 +352,7 @@ def breakdown_candidates(ctx: Context) -> list[Candidate]:
                                    "--unshare-uts", "--unshare-cgroup"], ctx.workspace)),
         Candidate("bwrap", "bwrap --unshare-all (the comparison line)",
                   bwrap_argv(ctx, ["--unshare-all"], ctx.workspace)),
+        *bare_candidates(ctx, ["bare_nonet", "bare"]),
     ]
     if ctx.side_ns:
         c.append(Candidate("fork_setns", "fork+setns(mnt)+exec /bin/true (crun's control)",
@@ -1049,6 +1072,12 @@ def goals(res: dict) -> list[str]:
     else:
         lines.append("- Default `corral exec` at most 0.6x bubblewrap: **not measured** "
                      "(see skipped tools).")
+    bare = med("bare")
+    if bare is not None and bw is not None:
+        lines.append(f"  - For scale, in the same rounds: the bare launcher (bwrap's namespaces and "
+                     f"mounts, nothing corral adds) {fmt(bare)} ms ({fmt(bare / bw)}x bwrap)"
+                     + (f", `unshare` {fmt(med('unshare'))} ms ({fmt(med('unshare') / bw)}x)"
+                        if med("unshare") is not None else "") + ".")
     if ccg is not None and crun_cg is not None:
         ok = ccg <= crun_cg
         lines.append(f"- `corral exec --memory/--pids` no slower than crun with cgroups: "
@@ -1222,7 +1251,8 @@ def where_ms(ctx, main_r, bd_c, bd_r, cg_ops, timing, timing_cg, traces,
             "unshare_user_mnt": "unshare_user", "unshare_user_mnt_pid": "unshare_user_mnt",
             "unshare_nonet": "unshare_user_mnt_pid", "unshare_full": "unshare_nonet",
             "unshare_net_only": "unshare_none", "bwrap_mnt": "fork", "bwrap_nonet": "bwrap_mnt",
-            "bwrap": "bwrap_nonet", "fork_setns": "fork", "corral_version": "fork",
+            "bwrap": "bwrap_nonet", "bare_nonet": "fork", "bare": "bare_nonet",
+            "fork_setns": "fork", "corral_version": "fork",
             "corral": "corral_version",
             "corral_mem": "corral", "corral_pids": "corral", "corral_cg": "corral",
             "corral_proxy": "corral", "corral_lease": "corral_proxy"}
@@ -1448,7 +1478,9 @@ def main() -> int:
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp
     state_dir = Path(tempfile.mkdtemp(prefix="corral-bench-crun-", dir=shm))
     state_dir.chmod(0o755)
+    bare = timer.parent / "corral-bench-bare"
     ctx = Context(tmp=tmp, uid=os.geteuid(), workspace=ws, corral=corral, timer=timer,
+                  bare=bare if os.access(bare, os.X_OK) else None,
                   order=args.order, gap_ms=args.gap_ms, state_dir=state_dir)
     helper = None
     try:
