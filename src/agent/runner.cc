@@ -335,8 +335,12 @@ Result<RunSummary> runManifest(const RunRequest& request) {
       for (const sandbox::OutputResult& r : ws->copyOutputsTo(host_ws.get(), manifest.outputs)) {
         const char* st = r.status == sandbox::OutputResult::Status::kCopied ? "copied"
                          : r.status == sandbox::OutputResult::Status::kRefused ? "refused" : "missing";
-        for (json& o : outputs)
-          if (o["path"] == r.path) o["applied"] = st;
+        for (json& o : outputs) {
+          if (o["path"] != r.path) continue;
+          o["applied"] = st;
+          // What verify checks before hashing: a size that differs fails without a read.
+          if (r.status == sandbox::OutputResult::Status::kCopied) o["bytes"] = r.bytes;
+        }
         RETURN_IF_ERROR(run.record("output", {{"path", tools::traceable(r.path, 1024)}, {"status", st}, {"bytes", r.bytes},
                                               {"reason", r.reason}}));
         // The run's work did not all reach the host: a script's `corral run --apply && next`

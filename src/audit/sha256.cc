@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
@@ -62,20 +63,24 @@ std::string toHex(std::string_view bytes) {
 
 constexpr size_t kFdChunk = size_t{64} * 1024;
 
-std::string sha256HexOfFd(int fd) {
+std::string sha256HexOfFd(int fd, uint64_t max_bytes, uint64_t* read_bytes) {
   Sha256Stream hash;
   std::unique_ptr<char[]> buf(new char[kFdChunk]);
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.get(), kFdChunk);
+  uint64_t total = 0;
+  while (total < max_bytes) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kFdChunk, max_bytes - total));
+    const ssize_t n = ::read(fd, buf.get(), want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return "";
     if (n == 0) break;
+    total += static_cast<uint64_t>(n);
     hash.update(std::string_view(buf.get(), static_cast<size_t>(n)));
   }
+  if (read_bytes) *read_bytes = total;
   return hash.hexDigest();
 }
 
-FileDigest sha256OfFileBeneath(int dir, const std::string& path) {
+FileDigest sha256OfFileBeneath(int dir, const std::string& path, std::optional<uint64_t> expect_size) {
   FileDigest d;
   UniqueFd at(openBeneath(dir, path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (!at.valid()) {
@@ -90,17 +95,24 @@ FileDigest sha256OfFileBeneath(int dir, const std::string& path) {
     d.status = FileDigest::Status::kNotRegular;
     return d;
   }
+  d.size = static_cast<uint64_t>(st.st_size);
+  if (expect_size && d.size != *expect_size) {
+    d.status = FileDigest::Status::kSizeDiffers;
+    return d;
+  }
   UniqueFd f(::open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!f.valid()) {
     d.err = errno;
     return d;
   }
-  d.sha256 = sha256HexOfFd(f.get());
+  uint64_t got = 0;
+  d.sha256 = sha256HexOfFd(f.get(), expect_size ? *expect_size + 1 : UINT64_MAX, &got);
   if (d.sha256.empty()) {
     d.err = EIO;
     return d;
   }
-  d.status = FileDigest::Status::kOk;
+  d.size = got;
+  d.status = expect_size && got != *expect_size ? FileDigest::Status::kSizeDiffers : FileDigest::Status::kOk;
   return d;
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,19 +17,23 @@ Sha256Digest sha256(std::string_view bytes);
 // Lowercase hex of SHA-256(bytes): what the trace records in place of contents.
 std::string sha256Hex(std::string_view bytes);
 // The hex SHA-256 of what is left to read from fd, read in 64 KiB pieces (never the whole file
-// in memory); "" on a read error.
-std::string sha256HexOfFd(int fd);
+// in memory); "" on a read error. At most max_bytes are read; *read_bytes gets the count.
+std::string sha256HexOfFd(int fd, uint64_t max_bytes = UINT64_MAX, uint64_t* read_bytes = nullptr);
 
 // The SHA-256 of the regular file at path beneath dir (base/open_beneath.h: no symlink, no
 // way out of dir), looked at with O_PATH before it is opened, so a device node or FIFO there
 // is never opened. `status` says why there is no digest.
 struct FileDigest {
-  enum class Status { kOk, kMissing, kOutside, kNotRegular, kError };
+  enum class Status { kOk, kMissing, kOutside, kNotRegular, kSizeDiffers, kError };
   Status status = Status::kError;
   std::string sha256;  // kOk only
+  uint64_t size = 0;   // kOk, kSizeDiffers: the file's size (as read, when it grew meanwhile)
   int err = 0;         // kError: the errno
 };
-FileDigest sha256OfFileBeneath(int dir, const std::string& path);
+// With expect_size, a file of any other size is kSizeDiffers without being read (a verifier
+// handed a hostile workspace does not hash a 4 TiB sparse file), and no more than one byte
+// past expect_size is read from one that grows meanwhile.
+FileDigest sha256OfFileBeneath(int dir, const std::string& path, std::optional<uint64_t> expect_size = std::nullopt);
 std::string toHex(std::string_view bytes);
 // Incremental SHA-256 for streams (a command's output) that are hashed whole but kept only in part.
 class Sha256Stream {

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <initializer_list>
+#include <optional>
 #include <string_view>
 
 #include "audit/canonical_json.h"
@@ -44,9 +45,19 @@ std::string checkOutputs(const std::string& workspace, const nlohmann::json& bod
       for (std::string_view p : parts) m += p;
       return m;
     };
-    const FileDigest d = sha256OfFileBeneath(ws.get(), path);
+    // The size the run copied back (records since session 13 carry it) is checked first, so
+    // a file grown after the run, even a sparse one of terabytes, fails without being read.
+    std::optional<uint64_t> size;
+    if (const auto b = o.find("bytes"); b != o.end()) {
+      if (!b->is_number_unsigned()) return said({": \"bytes\" is not a size"});
+      size = b->get<uint64_t>();
+    }
+    const FileDigest d = sha256OfFileBeneath(ws.get(), path, size);
     switch (d.status) {
       case FileDigest::Status::kOk: break;
+      case FileDigest::Status::kSizeDiffers:
+        return said({" differs from what the run wrote (", n(*size), " bytes, now ", n(d.size),
+                     "): changed after the run (--record-only checks the record alone)"});
       case FileDigest::Status::kMissing:
         return said({" is missing from the workspace (the run wrote sha256 ", want, ")"});
       case FileDigest::Status::kOutside: return said({" resolves outside the workspace or through a symlink"});

@@ -997,5 +997,28 @@ TEST(AuditChainTamperEvident, AnAppliedOutputChangedAfterTheRunFailsVerify) {
   EXPECT_NE(missing.err.find("is missing from the workspace"), std::string::npos) << missing.describe();
 }
 
+// A hostile workspace must not keep the verifier busy: an output grown after the run into a
+// sparse terabyte fails on its size, unread (hashing it would take an hour of zeros).
+TEST(AuditChainTamperEvident, AnOutputGrownAfterTheRunFailsOnItsSizeWithoutBeingRead) {
+  RunFixture f;
+  f.reply({call("write", {{"path", "out.txt"}, {"content", "the run's work\n"}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json body = nlohmann::json::parse(f.ws.read(".corral/result.json"))["body"];
+  ASSERT_EQ(body["outputs"][0].value("bytes", uint64_t{0}), 15u) << "the body records the size copied back";
+
+  ASSERT_EQ(::truncate((f.ws / "out.txt").c_str(), off_t{1} << 40), 0) << "a sparse 1 TiB file";
+  RunOptions quick;
+  quick.deadline = std::chrono::seconds(30);  // reading a tebibyte of holes takes far longer
+  RunResult grown = corral::testing::run({corralBin(), "verify", f.ws.path()}, quick);
+  EXPECT_FALSE(grown.deadline_hit) << claim("audit.chain-tamper-evident", "verify read a grown output whole")
+                                   << grown.describe();
+  EXPECT_EQ(grown.exit_code, 1) << grown.describe();
+  EXPECT_NE(grown.err.find("differs from what the run wrote (15 bytes, now 1099511627776)"), std::string::npos)
+      << grown.describe();
+  EXPECT_EQ(grown.stderrLines().size(), 1u) << grown.describe();
+}
+
 }  // namespace
 }  // namespace corral::testing
