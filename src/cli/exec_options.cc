@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "policy/env_policy.h"
+#include "policy/manifest_fields.h"
 #include "policy/path_policy.h"
 #include "policy/units.h"
 
@@ -18,6 +19,7 @@ namespace {
 using policy::printable;
 
 constexpr uint64_t kMaxCount = 1u << 20;  // --pids and --open-files: 1..1048576
+constexpr uint64_t kMaxSandboxBytes = policy::manifest_fields::kSandboxBytes.hi;  // 1T
 
 struct State {
   ExecInvocation inv;
@@ -114,20 +116,29 @@ Result<T> parsed(std::string_view opt, std::string_view v, Result<T> r) {
   return r;
 }
 
+// A sandbox size, 1 byte to 1T as in a manifest. The bound is not cosmetic: the kernel rounds
+// a tmpfs size= up to whole pages, and a size within a page of 2^64 wraps to 0, which tmpfs
+// takes as "no limit".
+Result<uint64_t> sandboxSize(std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(uint64_t n, parsed(opt, v, policy::parseSize(v)));
+  if (n > kMaxSandboxBytes) return withValue(opt, v, invalid("larger than 1T, the most a sandbox limit takes"));
+  return n;
+}
+
 Result<void> onMemory(State& s, std::string_view opt, std::string_view v) {
-  ASSIGN_OR_RETURN(s.inv.spec.limits.memory_bytes, parsed(opt, v, policy::parseSize(v)));
+  ASSIGN_OR_RETURN(s.inv.spec.limits.memory_bytes, sandboxSize(opt, v));
   return {};
 }
 Result<void> onFileSize(State& s, std::string_view opt, std::string_view v) {
-  ASSIGN_OR_RETURN(s.inv.spec.limits.file_size_bytes, parsed(opt, v, policy::parseSize(v)));
+  ASSIGN_OR_RETURN(s.inv.spec.limits.file_size_bytes, sandboxSize(opt, v));
   return {};
 }
 Result<void> onTmpSize(State& s, std::string_view opt, std::string_view v) {
-  ASSIGN_OR_RETURN(s.inv.spec.limits.tmp_bytes, parsed(opt, v, policy::parseSize(v)));
+  ASSIGN_OR_RETURN(s.inv.spec.limits.tmp_bytes, sandboxSize(opt, v));
   return {};
 }
 Result<void> onWorkspaceSize(State& s, std::string_view opt, std::string_view v) {
-  ASSIGN_OR_RETURN(s.inv.spec.limits.workspace_bytes, parsed(opt, v, policy::parseSize(v)));
+  ASSIGN_OR_RETURN(s.inv.spec.limits.workspace_bytes, sandboxSize(opt, v));
   return {};
 }
 Result<void> onTimeout(State& s, std::string_view opt, std::string_view v) {

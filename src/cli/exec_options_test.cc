@@ -194,6 +194,17 @@ TEST(ParseExecArgs, EverySingleValuedOptionRefusesADuplicate) {
   EXPECT_EQ(parseErr(with({"--timing", "--timing"})), "--timing: given twice");
 }
 
+// A tmpfs size within a page of 2^64 wraps to 0 in the kernel, and 0 is "no limit": every
+// sandbox size stops at 1T, as in a manifest.
+TEST(ParseExecArgs, SandboxSizesStopAtOneTebibyte) {
+  for (const char* opt : {"--memory", "--file-size", "--tmp-size", "--workspace-size"}) {
+    EXPECT_EQ(parseErr(with({opt, "18446744073709551615"})),
+              std::string(opt) + " 18446744073709551615: larger than 1T, the most a sandbox limit takes");
+    EXPECT_EQ(parseErr(with({opt, "1025G"})), std::string(opt) + " 1025G: larger than 1T, the most a sandbox limit takes");
+    EXPECT_TRUE(parseExecArgs(with({opt, "1T"})).ok()) << opt;
+  }
+}
+
 struct Bad {
   Args options;
   std::string message;

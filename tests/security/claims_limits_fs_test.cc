@@ -91,6 +91,18 @@ TEST(LimitsTmpfsSize, FillingPastTheCapGivesEnospc) {
   }
 }
 
+// The kernel rounds size= up to whole pages; a size within a page of 2^64 wrapped to 0, which
+// tmpfs reads as no limit at all, while the report still named the size asked for.
+TEST(LimitsTmpfsSize, ASizeNearTwoToTheSixtyFourIsRefusedNotWrappedToNoLimit) {
+  for (const char* flag : {"--tmp-size", "--workspace-size"}) {
+    RunResult r = runProbe({flag, "18446744073709551615"}, {"exit", "0"});
+    EXPECT_EQ(r.exit_code, 125) << claim("limits.tmpfs-size", std::string(flag) + " 2^64-1 ran with tmpfs size=0 (unlimited)")
+                                << r.describe();
+    EXPECT_EQ(r.stderrLines().size(), 1u) << r.describe();
+    EXPECT_TRUE(r.out.empty()) << "the command ran" << r.describe();
+  }
+}
+
 TEST(LimitsTmpfsSize, WorkspaceLargerThanTheCapIsRefusedAtStaging) {
   TempDir ws("ws");
   ws.write("big", std::string(2 << 20, 'x'));
