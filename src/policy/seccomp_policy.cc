@@ -3,6 +3,7 @@
 #include "policy/seccomp_policy.h"
 
 #include <sched.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
@@ -51,7 +52,7 @@ void addAllowed(std::vector<Rule>& r) {
       "file I/O; which paths is landlock's and the mount table's job";
   for (auto n : {"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
                  "preadv2", "pwritev2", "lseek", "open", "openat", "openat2", "creat", "close",
-                 "close_range", "dup", "dup2", "dup3", "fcntl", "flock", "ftruncate", "truncate",
+                 "close_range", "dup", "dup2", "dup3", "flock", "ftruncate", "truncate",
                  "fsync", "fdatasync", "syncfs", "sync_file_range", "fallocate", "fadvise64",
                  "readahead", "sendfile", "splice", "tee", "vmsplice", "copy_file_range"})
     r.push_back(allow(n, kFiles));
@@ -134,6 +135,12 @@ void addRestricted(std::vector<Rule>& r) {
   for (uint64_t cmd : {uint64_t{TIOCSTI}, uint64_t{TIOCLINUX}})
     r.push_back(refuse("ioctl", EPERM, {{1, Op::kMaskedEq, cmd, kLow32}},
                        "TIOCSTI/TIOCLINUX push keystrokes into a terminal outside the sandbox"));
+
+  r.push_back(allow("fcntl", "descriptor flags and locks; resizing a pipe is refused below"));
+  // cmd is an unsigned int, as ioctl's. A pipe handed over is the caller's pipe: its capacity
+  // would stay as the command left it, for the host steps that use it next.
+  r.push_back(refuse("fcntl", EPERM, {{1, Op::kMaskedEq, F_SETPIPE_SZ, kLow32}},
+                     "F_SETPIPE_SZ resizes a pipe the caller may share with the host"));
 
   r.push_back(allow("clone", "fork and threads; namespace flags are refused below"));
   for (uint64_t flag : kNamespaceFlags)

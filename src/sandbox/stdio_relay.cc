@@ -175,12 +175,41 @@ bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox) {
   return false;
 }
 
+namespace {
+
+bool anonymousPipe(int fd) {
+  struct stat st;
+  struct statfs fs;
+  return ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && ::fstatfs(fd, &fs) == 0 && fs.f_type == kPipefsMagic;
+}
+
+// The same pipe through a new open file description, in the same direction and blocking mode,
+// at fd >= 3 (init moves it onto 0..2). O_NONBLOCK while opening: a write end whose readers are
+// all gone would otherwise wait in open() for one (ENXIO instead). Invalid when it cannot be
+// reopened: rootless, a pipe of another user is not the caller's to open.
+UniqueFd reopenPipe(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) return UniqueFd();
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  UniqueFd own(::open(path.c_str(), (flags & O_ACCMODE) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!own.valid() || ::fcntl(own.get(), F_SETFL, flags & O_NONBLOCK) != 0) return UniqueFd();
+  if (own.get() < 3) own = UniqueFd(::fcntl(own.get(), F_DUPFD_CLOEXEC, 3));
+  return own;
+}
+
+}  // namespace
+
 Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan& sandbox, uint64_t file_size_limit) {
   StdioRelay relay;
   relay.file_size_limit_ = file_size_limit;
   for (int n = 0; n <= 2; ++n) {
     const int host = given[n] >= 0 ? given[n] : n;
-    if (stdioSafeToHandOver(host, sandbox)) continue;
+    if (stdioSafeToHandOver(host, sandbox)) {
+      if (!anonymousPipe(host)) continue;
+      relay.reopened_[n] = reopenPipe(host);
+      if (relay.reopened_[n].valid()) continue;
+      // Not reopenable: relayed like any other (its status flags stay the caller's alone).
+    }
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return sysError("stdio relay: pipe");
     UniqueFd read_end(p[0]), write_end(p[1]);
@@ -202,6 +231,7 @@ Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan&
 }
 
 int StdioRelay::sandboxFd(int n) const {
+  if (n >= 0 && n <= 2 && reopened_[n].valid()) return reopened_[n].get();
   for (const Stream& s : streams_)
     if (s.n == n) return s.theirs.get();
   return -1;
@@ -209,6 +239,7 @@ int StdioRelay::sandboxFd(int n) const {
 
 void StdioRelay::closeSandboxEnds() {
   for (Stream& s : streams_) s.theirs.reset();
+  for (UniqueFd& fd : reopened_) fd.reset();
 }
 
 Result<void> StdioRelay::startOutput() {

@@ -21,7 +21,8 @@
 
 namespace corral::sandbox {
 
-// True for an fd whose inode gives the sandbox nothing on the host: a connected AF_UNIX
+// True for an fd whose inode gives the sandbox nothing on the host (a pipe among them is
+// still reopened, see StdioRelay::reopened_): a connected AF_UNIX
 // stream or seqpacket socket (it reaches only its peer), an anonymous pipe the sandbox's host
 // uid cannot reopen (another owner, no group or other bits for it), or a character device the
 // caller does not own (/dev/null, /dev/zero). Regular files, named FIFOs, terminals the caller
@@ -76,6 +77,10 @@ class StdioRelay {
   };
   void pumpIn(Stream& s, short revents_host, short revents_pipe);
   std::vector<Stream> streams_;
+  // A pipe handed over is reopened first (/proc/self/fd/N): the sandbox gets an open file
+  // description of its own, so its fcntl(F_SETFL, O_NONBLOCK) cannot leave the caller's, and
+  // the next host reader or writer sharing it, non-blocking after the run.
+  UniqueFd reopened_[3];
   bool background_read_ = false;
   uint64_t file_size_limit_ = 0;
 };

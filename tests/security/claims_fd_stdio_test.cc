@@ -170,6 +170,65 @@ TEST(FdStdioNoHostMetadata, ControlTheScriptReopensPipesHandedToItDirectly) {
   EXPECT_EQ(p.stdoutSeen(), "done\n") << "control: HOSTDATA was not taken";
 }
 
+// A pipe handed over (as root the caller's own pipes, which the sandbox's uid cannot reopen)
+// used to share its open file description with the host: O_NONBLOCK set inside stayed set,
+// and the next host writer of that pipe lost data to EAGAIN; F_SETPIPE_SZ resized it for good.
+const char kPipeFlags[] = R"PY(
+import fcntl, os, sys
+got = []
+for fd in (0, 1):
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+    try:
+        fcntl.fcntl(fd, 1031, 4096)
+        got.append("resized")
+    except OSError as e:
+        got.append("resize-errno-%d" % e.errno)
+sys.stderr.write(" ".join(got) + "\n")
+print("done")
+)PY";
+
+struct PipeState {
+  int nonblocking_in, nonblocking_out, size_in, size_out;
+  explicit PipeState(const PipeStdio& p)
+      : nonblocking_in(::fcntl(p.in[0], F_GETFL) & O_NONBLOCK),
+        nonblocking_out(::fcntl(p.out[1], F_GETFL) & O_NONBLOCK),
+        size_in(::fcntl(p.in[0], F_GETPIPE_SZ)),
+        size_out(::fcntl(p.out[1], F_GETPIPE_SZ)) {}
+};
+
+TEST(FdStdioNoHostMetadata, APipeKeepsItsBlockingModeAndSizeForTheHost) {
+  PipeStdio p;
+  ASSERT_GE(p.out[0], 0);
+  const PipeState before(p);
+  ASSERT_EQ(before.nonblocking_in | before.nonblocking_out, 0);
+  TempDir ws("ws");
+  RunResult r = runCorral({"--workspace", ws.path()}, {"python3", "-c", kPipeFlags}, p.stdio());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const PipeState after(p);
+  EXPECT_EQ(after.nonblocking_in, 0) << claim("fd.stdio-no-host-metadata", "the caller's stdin pipe was left non-blocking")
+                                     << r.describe();
+  EXPECT_EQ(after.nonblocking_out, 0) << claim("fd.stdio-no-host-metadata", "the caller's stdout pipe was left non-blocking")
+                                      << r.describe();
+  EXPECT_EQ(after.size_in, before.size_in) << claim("fd.stdio-no-host-metadata", "the caller's stdin pipe was resized");
+  EXPECT_EQ(after.size_out, before.size_out) << claim("fd.stdio-no-host-metadata", "the caller's stdout pipe was resized");
+  EXPECT_NE(r.err.find("resize-errno-1 resize-errno-1"), std::string::npos) << "F_SETPIPE_SZ is refused (EPERM)"
+                                                                            << r.describe();
+  EXPECT_EQ(p.stdoutSeen(), "HOSTDATA\ndone\n") << r.describe();
+}
+
+// Control: handed the same pipes directly, the script leaves both non-blocking and resized.
+TEST(FdStdioNoHostMetadata, ControlTheScriptChangesPipesHandedToItDirectly) {
+  PipeStdio p;
+  const PipeState before(p);
+  RunResult r = run({"/usr/bin/python3", "-c", kPipeFlags}, p.stdio());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const PipeState after(p);
+  EXPECT_NE(after.nonblocking_in, 0);
+  EXPECT_NE(after.nonblocking_out, 0);
+  EXPECT_NE(after.size_in, before.size_in);
+  EXPECT_EQ(after.size_in, 4096);
+}
+
 TEST(FdStdioNoHostMetadata, ATerminalIsNeverHandedOver) {
   Pty pty;
   struct stat before {};
