@@ -333,8 +333,10 @@ Result<RunSummary> runManifest(const RunRequest& request) {
     }
     if (request.apply) {
       for (const sandbox::OutputResult& r : ws->copyOutputsTo(host_ws.get(), manifest.outputs)) {
-        const char* st = r.status == sandbox::OutputResult::Status::kCopied ? "copied"
-                         : r.status == sandbox::OutputResult::Status::kRefused ? "refused" : "missing";
+        const char* st = r.status == sandbox::OutputResult::Status::kCopied     ? "copied"
+                         : r.status == sandbox::OutputResult::Status::kRefused  ? "refused"
+                         : r.status == sandbox::OutputResult::Status::kWithheld ? "withheld"
+                                                                                : "missing";
         for (json& o : outputs) {
           if (o["path"] != r.path) continue;
           o["applied"] = st;

@@ -21,6 +21,7 @@ const char* statusName(sandbox::OutputResult::Status s) {
     case sandbox::OutputResult::Status::kCopied: return "copied";
     case sandbox::OutputResult::Status::kMissing: return "missing";
     case sandbox::OutputResult::Status::kRefused: return "refused";
+    case sandbox::OutputResult::Status::kWithheld: return "withheld";
   }
   return "?";
 }

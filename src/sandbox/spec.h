@@ -76,7 +76,8 @@ struct LimitUse {
 
 struct OutputResult {
   std::string path;
-  enum class Status { kCopied, kMissing, kRefused } status = Status::kMissing;
+  // kWithheld: fine itself, not copied because another output was refused (all or none).
+  enum class Status { kCopied, kMissing, kRefused, kWithheld } status = Status::kMissing;
   std::string reason;  // for refusals: "symlink", "hard link", "fifo", ...
   uint64_t bytes = 0;
 };

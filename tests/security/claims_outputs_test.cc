@@ -59,6 +59,28 @@ TEST(OutputsNoLinkFollow, NonRegularOutputsAreRefusedAndHostUntouched) {
   EXPECT_EQ(readHostFile("/etc/passwd"), passwd_before) << claim("outputs.no-link-follow", "host /etc/passwd changed");
 }
 
+// A run that leaves one hostile output gets none copied back: the good ones beside it, in
+// any order, and new directories they would need are not made on the host either.
+TEST(OutputsNoLinkFollow, OneRefusedOutputWithholdsEveryOther) {
+  for (const auto& order : {std::vector<std::string>{"good", "sub/new", "bad"}, std::vector<std::string>{"bad", "good", "sub/new"}}) {
+    TempDir ws("ws");
+    ws.write("good", "before\n");
+    std::vector<std::string> opts;
+    for (const std::string& o : order) opts.insert(opts.end(), {"--output", o});
+    RunResult r = runShell(ws, opts, "echo CHANGED > good && mkdir sub && echo new > sub/new && ln -s /etc/passwd bad");
+    EXPECT_EQ(r.exit_code, 125) << r.describe();
+    EXPECT_EQ(ws.read("good"), "before\n") << claim("outputs.no-link-follow", "an output beside a refused one was copied (" + order[0] + " first)")
+                                          << r.describe();
+    EXPECT_FALSE(ws.exists("sub")) << claim("outputs.no-link-follow", "a directory for a withheld output was made");
+    EXPECT_EQ(outputEntry(r, "bad").value("status", ""), "refused") << r.describe();
+    EXPECT_EQ(outputEntry(r, "good").value("status", ""), "withheld") << r.describe();
+    EXPECT_EQ(outputEntry(r, "sub/new").value("status", ""), "withheld") << r.describe();
+    EXPECT_NE(r.err.find("--output bad: refused: symlink"), std::string::npos) << r.describe();
+    for (const auto& e : std::filesystem::directory_iterator(ws.path()))
+      EXPECT_EQ(e.path().filename().string().rfind(".corral-out-", 0), std::string::npos) << "a temp file was left";
+  }
+}
+
 TEST(OutputsNoLinkFollow, MissingOutputIsReportedMissing) {
   TempDir ws("ws");
   RunResult r = runShell(ws, {"--output", "out"}, "true");

@@ -629,9 +629,25 @@ TEST(RunnerToolCallsGated, AHostileHostOutputNeitherHangsTheRunNorIsReachedThrou
   EXPECT_TRUE(f.ws.exists(".corral/result.json")) << r.describe();
   EXPECT_EQ(r.exit_code, 1) << "sub/f was refused at copy-back: the run must not exit 0" << r.describe();
   struct stat st {};
-  EXPECT_EQ(f.ws.read("out.txt"), "x") << "the declared output is replaced whole (rename), never written into";
   ASSERT_EQ(::lstat((outside / "f").c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode)) << claim("runner.tool-calls-gated", "a file outside the workspace was replaced");
+  // Outputs are copied all or none: out.txt is withheld beside the refused sub/f.
+  ASSERT_EQ(::lstat((f.ws / "out.txt").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "out.txt was copied although sub/f was refused";
+  const nlohmann::json outs = nlohmann::json::parse(f.ws.read(".corral/result.json"))["body"]["outputs"];
+  EXPECT_EQ(outs[0].value("applied", ""), "withheld") << outs.dump();
+  EXPECT_EQ(outs[1].value("applied", ""), "refused") << outs.dump();
+
+  RunFixture g;  // alone, the FIFO's place is taken by the output whole (rename), never written into
+  g.manifest["outputs"] = {"out.txt"};
+  ASSERT_EQ(::mkfifo((g.ws / "out.txt").c_str(), 0644), 0);
+  g.reply({call("write", {{"path", "out.txt"}, {"content", "x"}}), call("finish", {{"summary", "done"}})});
+  RunResult alone = g.run({"--apply"}, o);
+  ASSERT_FALSE(alone.deadline_hit) << claim("runner.tool-calls-gated", "the run hung on a FIFO in the host workspace");
+  EXPECT_EQ(alone.exit_code, 0) << alone.describe();
+  ASSERT_EQ(::lstat((g.ws / "out.txt").c_str(), &st), 0);
+  ASSERT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(g.ws.read("out.txt"), "x");
 }
 
 // ---- memory store and mailbox ----
