@@ -57,8 +57,10 @@ Result<void> checkEnvName(std::string_view env) {
 }
 
 Result<policy::egress::Grant> parseLeaseUrl(std::string_view url) {
-  auto grant = policy::egress::parseGrant(url);
-  if (!grant) return grant.error().wrap("url");
+  // The refused text is never echoed: an operator's URL may carry a token in its userinfo,
+  // path or query (https://user:TOKEN@host, ?key=...), and the error goes to logs.
+  auto grant = policy::egress::parseGrantReasonOnly(url);
+  if (!grant) return invalid("url: " + grant.error().message() + " (URL not shown)");
   if (grant->wildcard)
     return invalid("url " + quoted(url) + ": a credential goes to one host, '*.' is refused");
   return grant;

@@ -56,6 +56,17 @@ struct Bad {
   const char* why;  // a fragment the message must contain
 };
 
+// Red team, session 13: the refused URL was echoed whole, token and all.
+TEST(LeaseSpec, ARefusedUrlIsNeverEchoed) {
+  for (const char* text : {"gh=T@https://user:SENTINEL_TOKEN@api.example", "gh=T@https://api.example/?token=SENTINEL_TOKEN",
+                           "gh=T@https://api.example/SENTINEL_TOKEN", "gh=T@https://api.example#SENTINEL_TOKEN"}) {
+    auto s = parseCredentialFlag(text);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.error().message().find("SENTINEL_TOKEN"), std::string::npos) << s.error().message();
+    EXPECT_NE(s.error().message().find("(URL not shown)"), std::string::npos) << s.error().message();
+  }
+}
+
 TEST(LeaseSpec, RefusesWithTheRule) {
   const Bad cases[] = {
       {"gh", "expected NAME=ENVVAR@"},
