@@ -212,6 +212,10 @@ Result<Json> parseStrict(std::string_view bytes, size_t max_bytes, std::string_v
   // nlohmann's lexer skips a UTF-8 byte order mark; JSON text has none (RFC 8259 section 8.1),
   // and a strict document is read exactly as its hash commits to it.
   if (bytes.starts_with("\xEF\xBB\xBF")) return root.error("starts with a UTF-8 byte order mark (save it without one)");
+  // A raw NUL is never JSON (inside a string it must be escaped as \u0000), and nlohmann's
+  // lexer takes it for the end of the input: whatever followed one went unread, unrefused.
+  if (const size_t nul = bytes.find('\0'); nul != std::string_view::npos)
+    return root.error("invalid JSON: a NUL byte at byte " + std::to_string(nul));
   StrictSax sax(doc);
   bool ok = false;
   try {

@@ -313,6 +313,17 @@ TEST(ParseManifest, AByteOrderMarkIsRefused) {
   expectRefused(parseManifest("\xEF\xBB\xBF" + text), "manifest: $: starts with a UTF-8 byte order mark", "bom");
 }
 
+// nlohmann's lexer stops at a raw NUL: a second document or garbage after one was ignored.
+TEST(ParseManifest, ARawNulAnywhereIsRefused) {
+  const std::string text = R"({"version":1,"model":{"provider":"replay","transcript":"r"},"task":"t"})";
+  for (const std::string& hostile : {text + std::string("\0", 1) + R"({"version":2})", text + std::string("\0garbage\xff", 9),
+                                     std::string("\0", 1) + text, R"({"version":1,"task":"a)" + std::string("\0", 1) + "b\"}"}) {
+    auto r = parseManifest(hostile);
+    ASSERT_FALSE(r.ok()) << "accepted a NUL";
+    EXPECT_NE(r.error().message().find("NUL"), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(ParseManifest, BudgetsRefuseEveryNonIntegerAndOutOfRange) {
   const std::pair<const char*, const char*> counts[] = {
       {"max_turns", "1..10000"},       {"max_model_calls", "1..100000"}, {"max_loops", "1..1000"},
