@@ -45,10 +45,18 @@ Result<void> checkHostPaths(sandbox::SandboxSpec& spec) {
 // Opened before the run: a report that cannot be written is a refusal, not a surprise after
 // the command already ran.
 // O_NONBLOCK for the open only: a FIFO nobody reads is ENXIO at once instead of a hang.
+// A regular file with other hard links is refused before it is truncated: the report would
+// be written into whatever file the link shares its inode with (symlinks are O_NOFOLLOW's).
 Result<UniqueFd> openReportFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644));
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644));
   if (!fd.valid() && errno == ENXIO) return Error(Errc::kInvalidArgument, "--report " + path + ": a FIFO with no reader");
   if (!fd.valid()) return sysError("--report " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sysError("--report " + path);
+  if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+    return Error(Errc::kInvalidArgument, "--report " + path + ": has " + std::to_string(st.st_nlink) +
+                                             " hard links; refusing to write into a file shared with another name");
+  if (S_ISREG(st.st_mode) && ::ftruncate(fd.get(), 0) != 0) return sysError("--report " + path);
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return sysError("--report " + path);
   return fd;

@@ -113,6 +113,22 @@ TEST(ExecReport, RefusedRunReportsTheError) {
   EXPECT_TRUE(j.contains("error") && j["error"].is_string() && !j["error"].get<std::string>().empty()) << j.dump();
 }
 
+// A hard link at the report's path shares its inode with another file (a 0444 one too, for
+// root): the report was written into it. Refused before anything is truncated or run.
+TEST(ExecReport, AReportPathThatIsAHardLinkIsRefusedAndTheOtherFileKept) {
+  TempDir dir("report");
+  dir.write("victim.txt", "precious\n");
+  ASSERT_EQ(::link((dir / "victim.txt").c_str(), (dir / "report.json").c_str()), 0);
+  dir.write("ws/out", "before\n");
+  RunResult r = runCorral({"--report", dir / "report.json", "--workspace", dir / "ws", "--output", "out"},
+                          {"sh", "-c", "echo ran > out"});
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_EQ(dir.read("victim.txt"), "precious\n") << "the report was written through a hard link";
+  EXPECT_EQ(dir.read("ws/out"), "before\n") << "the command ran";
+  ASSERT_EQ(r.stderrLines().size(), 1u) << r.describe();
+  EXPECT_NE(r.err.find("hard links"), std::string::npos) << r.describe();
+}
+
 TEST(ExecReport, AReportFifoWithNoReaderIsRefusedNotAHang) {
   TempDir dir("report");
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
