@@ -202,6 +202,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   cgroup::HostCgroups host_cgroups;
   if (spec.limits.memory_bytes) host_cgroups = cgroup::detect();
   ASSIGN_OR_RETURN(LimitDecision limits, planLimits(spec.limits, host_cgroups));
+  RETURN_IF_ERROR(rlimits::fitUnderHardLimits(limits.rlimits));
   const seccomp::Program& filter = seccomp::embeddedProgram();
   const int landlock_abi = landlock::abiVersion();
   ASSIGN_OR_RETURN(mountns::Plan mounts, mountns::buildPlan(spec, passwdFile(), groupFile()));

@@ -4,7 +4,42 @@
 
 #include <errno.h>
 
+#include <string>
+
 namespace corral::sandbox::rlimits {
+namespace {
+
+struct Named {
+  int resource;
+  const char* option;
+  const char* ulimit;
+};
+constexpr Named kNames[] = {{RLIMIT_NOFILE, "--open-files", "ulimit -Hn"}, {RLIMIT_NPROC, "--pids", "ulimit -Hu"},
+                            {RLIMIT_FSIZE, "--file-size", "ulimit -Hf"},   {RLIMIT_CPU, "--cpu-time", "ulimit -Ht"},
+                            {RLIMIT_AS, "--memory", "ulimit -Hv"}};
+
+}  // namespace
+
+Result<void> fitUnderHardLimits(const Plan& plan) {
+  for (size_t i = 0; i < plan.count; ++i) {
+    const Entry& e = plan.entries[i];
+    // What apply() sets as the hard limit (RLIMIT_CPU: one second more).
+    const rlim_t need = e.resource == RLIMIT_CPU && e.value != RLIM_INFINITY ? e.value + 1 : e.value;
+    rlimit have{};
+    if (::getrlimit(e.resource, &have) != 0 || have.rlim_max == RLIM_INFINITY || need <= have.rlim_max) continue;
+    for (const Named& n : kNames) {
+      if (n.resource != e.resource) continue;
+      std::string what = std::string(n.option) + ": needs " + std::to_string(need);
+      if (e.resource == RLIMIT_NPROC) what += " processes (one is corral's init)";
+      if (e.resource == RLIMIT_CPU) what += " s (one more than asked: SIGXCPU, then SIGKILL)";
+      if (e.resource == RLIMIT_FSIZE || e.resource == RLIMIT_AS) what += " bytes";
+      return Error(Errc::kUnsupported, what + ", above the hard limit of " + std::to_string(have.rlim_max) +
+                                           " corral runs under (" + n.ulimit + "); the sandbox cannot raise it");
+    }
+    return Error(Errc::kUnsupported, "resource limit " + std::to_string(e.resource) + " is above corral's hard limit");
+  }
+  return {};
+}
 
 int apply(const Plan& plan) {
   for (size_t i = 0; i < plan.count; ++i) {

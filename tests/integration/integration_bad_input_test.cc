@@ -169,6 +169,34 @@ TEST(ExecBadInputHost, ACallersFileSizeLimitOfZeroIsRefusedOnOneLineInEveryLaunc
   EXPECT_EQ(ws.entries(), std::vector<std::string>{"a.txt"}) << "the workspace changed";
 }
 
+// The sandbox cannot raise a limit above the hard limit corral runs under; asking for more
+// failed inside as "sandbox setup: setrlimit: Operation not permitted", naming nothing.
+TEST(ExecBadInputHost, ALimitAboveTheCallersHardLimitIsRefusedNamingTheOption) {
+  struct Case {
+    const char* ulimit;
+    std::vector<std::string> opts;
+    const char* want;
+  };
+  const Case cases[] = {{"ulimit -n 64", {"--open-files", "100"}, "--open-files: needs 100, above the hard limit of 64"},
+                        {"ulimit -p 50", {"--pids", "100"}, "--pids: needs 101 processes"},
+                        {"ulimit -t 5", {"--cpu-time", "10s"}, "--cpu-time: needs 11 s"},
+                        {"ulimit -f 8", {"--file-size", "1M"}, "--file-size: needs 1048576 bytes"}};
+  for (const Case& c : cases) {
+    std::string script = std::string(c.ulimit) + "; exec";
+    for (const std::string& a : corralArgv(c.opts, {"/bin/echo", "RAN"}, false)) script += " '" + a + "'";
+    RunResult r = run({"/bin/sh", "-c", script});
+    SCOPED_TRACE(script);
+    EXPECT_TRUE(refusedBeforeRun(r));
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << r.describe();
+  }
+  // Control: within the hard limit it runs.
+  std::string ok = "ulimit -n 64; exec";
+  for (const std::string& a : corralArgv({"--open-files", "64"}, {"/bin/echo", "RAN"}, false)) ok += " '" + a + "'";
+  RunResult r = run({"/bin/sh", "-c", ok});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "RAN\n");
+}
+
 // `corral` is a launcher that runs plain `corral exec` itself and hands every other command to
 // corral-core beside it (src/cli/launcher.cc). Without corral-core it still runs a sandbox, and
 // every command it would hand over is refused on one line naming what is missing: never a
