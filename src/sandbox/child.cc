@@ -79,10 +79,12 @@ void stamp(const Context& ctx, Milestone m) {
   // A new session: no controlling terminal to push keystrokes into (CVE-2017-5226).
   if (::setsid() < 0) fail(sync::Type::kExecFailed, sync::kStepSetsid, errno, 125);
   if (::chdir("/workspace") != 0) fail(sync::Type::kExecFailed, sync::kStepChdir, errno, 125);
-  if (int e = rlimits::apply(ctx.rlimits)) fail(sync::Type::kExecFailed, sync::kStepRlimits, e, 125);
   if (int e = caps::dropAll()) fail(sync::Type::kExecFailed, sync::kStepCaps, e, 125);
   if (ctx.landlock_abi > 0)
     if (int e = landlock::restrictSelf(ctx.landlock_abi)) fail(sync::Type::kExecFailed, sync::kStepLandlock, e, 125);
+  // After Landlock, which opens a descriptor per rule: --open-files 1..7 made it fail (EMFILE)
+  // before the command ran. The limits only lower, which needs no capability.
+  if (int e = rlimits::apply(ctx.rlimits)) fail(sync::Type::kExecFailed, sync::kStepRlimits, e, 125);
   // Only stdio crosses exec; the sync socket is close-on-exec so a failed exec can still report.
   if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
     fail(sync::Type::kExecFailed, sync::kStepExec, errno, 125);

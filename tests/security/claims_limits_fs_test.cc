@@ -70,6 +70,14 @@ TEST(LimitsOpenFiles, ExplicitCapIsApplied) {
   EXPECT_EQ(r.probe().num("count"), 64 - 3) << claim("limits.open-files", "--open-files 64 not applied") << r.describe();
 }
 
+// Applied last before exec: a cap below what corral's own setup opens (Landlock's ruleset and
+// rule descriptors) made every run with --open-files 1..7 fail with 125 before the command ran.
+TEST(LimitsOpenFiles, ASmallCapIsTheCommandsNotCorralsSetups) {
+  RunResult r = runProbe({"--open-files", "4"}, {"open-many", "100"});
+  EXPECT_TRUE(probeRefused(r, {"EMFILE"})) << r.describe();
+  EXPECT_EQ(r.probe().num("count"), 4 - 3) << claim("limits.open-files", "--open-files 4 not applied") << r.describe();
+}
+
 TEST(LimitsOpenFiles, ControlGenerousCapAllowsMore) {
   RunResult r = runProbe({"--open-files", "4096"}, {"open-many", "2000"});
   EXPECT_TRUE(probeDid(r));
