@@ -57,7 +57,15 @@ int doctorMain(const std::vector<std::string>& args) {
   bool json = false;
   for (const std::string& a : args) {
     if (a == "--json") json = true;
-    else {
+    else if (a == "--help" || a == "-h") {
+      std::fputs("usage: corral doctor [--json]\n"
+                 "  Reports each host facility corral uses (user namespaces, cgroup v2/v1 per controller,\n"
+                 "  seccomp, Landlock, /dev/kvm, overlayfs), which mechanism each limit gets, and runs a\n"
+                 "  default sandbox; exits 1 with the missing facility and its fix when a default run\n"
+                 "  would be refused.\n",
+                 stdout);
+      return 0;
+    } else {
       std::fprintf(stderr, "corral: doctor: unknown option %s\n", optionName(a).c_str());
       return 125;
     }

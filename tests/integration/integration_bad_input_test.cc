@@ -82,6 +82,17 @@ TEST(ExecBadInputCommand, MissingCommandIsRefused) {
   EXPECT_TRUE(cwd.entries().empty());
 }
 
+// --help is an answer, not an error: usage on stdout, exit 0, for every subcommand (doctor
+// called it an unknown option).
+TEST(ExecBadInputCommand, EverySubcommandAnswersHelpWithItsUsage) {
+  for (const char* sub : {"exec", "run", "verify", "keygen", "doctor", "claims"}) {
+    RunResult r = run({corralBin(), sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(r.out.rfind(std::string("usage: corral ") + sub, 0), 0u) << r.describe();
+    EXPECT_TRUE(r.err.empty()) << r.describe();
+  }
+}
+
 // Every subcommand echoes an unknown option: with a newline, an escape and a 4 KiB tail in it,
 // the echo must still be one short line without control bytes (a terminal or a log parser
 // reads it), never show an option's value, and the exit status must be non-zero.
