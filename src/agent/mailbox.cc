@@ -20,6 +20,9 @@ namespace {
 Result<UniqueFd> openSubdir(int parent, const char* name) {
   if (::mkdirat(parent, name, 0755) != 0 && errno != EEXIST) return sysError(std::string("mailbox: mkdir ") + name);
   UniqueFd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NOFOLLOW|O_DIRECTORY on a symlink says ENOTDIR; say what is in the way.
+  if (!fd.valid() && (errno == ENOTDIR || errno == ELOOP))
+    return Error(Errc::kRefused, std::string("mailbox: ") + name + " is not a real directory (symlink or file): refusing");
   if (!fd.valid()) return sysError(std::string("mailbox: ") + name);
   return fd;
 }

@@ -253,10 +253,13 @@ Result<RunSummary> runManifest(const RunRequest& request) {
       exit_code = kRunRefused;
       break;
     }
+    // Everything up to the first model call is the run's setup: a failure here is a refusal
+    // (125) before the run started, as a hostile memory store is, and commits no memory.
     auto mb = Mailbox::open(record_dir, run.run_id);
     if (!mb.ok()) {
       status = "aborted";
       reason = mb.error().message();
+      exit_code = kRunRefused;
       break;
     }
     mailbox.emplace(std::move(*mb));
@@ -270,6 +273,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
     if (!created.ok()) {
       status = "aborted";
       reason = created.error().message();
+      exit_code = kRunRefused;
       break;
     }
     ws.emplace(std::move(*created));
@@ -279,6 +283,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
       RETURN_IF_ERROR(run.record("workspace_staged", {{"status", "error"}, {"reason", tools::traceable(staged.error().message(), 512)}}));
       status = "aborted";
       reason = staged.error().message();
+      exit_code = kRunRefused;
       break;
     }
     {

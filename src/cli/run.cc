@@ -98,6 +98,11 @@ int runMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "corral: run: %s\n", oneLine(summary.error().message()).c_str());
     return agent::kRunRefused;
   }
+  // The summary goes to stdout; a run that ended before its work (aborted in its setup, or its
+  // model endpoint failing) also says why on stderr, on one line, where scripts look.
+  const std::string status = summary->body.value("status", "");
+  if (status == "aborted" || status == "model_error")
+    std::fprintf(stderr, "corral: run: %s: %s\n", status.c_str(), oneLine(summary->body.value("reason", "")).c_str());
   if (parsed->json) {
     nlohmann::json out = summary->body;
     out["exit_code"] = summary->exit_code;

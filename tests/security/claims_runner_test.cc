@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstring>
 
 #include "run_fixture.h"
@@ -684,6 +685,25 @@ TEST(RunnerMemoryStoreContained, OneCommitPerRunAndHostileStoresAbort) {
   ASSERT_EQ(::symlink(elsewhere.path().c_str(), (h.ws / ".corral/mem").c_str()), 0);
   EXPECT_EQ(h.run().exit_code, 125);
   EXPECT_FALSE(elsewhere.exists("runs"));
+}
+
+// A mailbox directory swapped for a symlink (or any part of it) is refused like a crafted
+// memory store: 125 before the run started, the reason on stderr, and no memory commit.
+TEST(RunnerMemoryStoreContained, ASymlinkedMailboxIsRefusedBeforeTheRunAndCommitsNothing) {
+  TempDir elsewhere("elsewhere");
+  for (const char* planted : {".corral/mailbox", ".corral/mailbox/inbox", ".corral/mailbox/outbox"}) {
+    SCOPED_TRACE(planted);
+    RunFixture f;
+    f.reply({call("finish", {{"summary", "x"}})});
+    std::filesystem::create_directories(std::filesystem::path(f.ws / planted).parent_path());
+    ASSERT_EQ(::symlink(elsewhere.path().c_str(), (f.ws / planted).c_str()), 0);
+    RunResult r = f.run();
+    EXPECT_EQ(r.exit_code, 125) << r.describe();
+    EXPECT_NE(r.err.find("corral: run: aborted: mailbox: "), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find("is not a real directory"), std::string::npos) << r.describe();
+    EXPECT_FALSE(f.ws.exists(".corral/mem")) << "a memory commit was made for a run refused in its setup";
+    EXPECT_TRUE(std::filesystem::is_empty(elsewhere.path())) << "the mailbox was made through the symlink";
+  }
 }
 
 // The host's git runs on the store outside any sandbox, so a workspace that arrives with a
