@@ -2,8 +2,10 @@
 // The sandbox's syscall allowlist (data, one reason per entry) and its reference evaluator.
 #include "policy/seccomp_policy.h"
 
-#include <sched.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
@@ -100,7 +102,7 @@ void addAllowed(std::vector<Rule>& r) {
     r.push_back(allow(n, kPoll));
   constexpr std::string_view kNet = "sockets already created under the family rules below";
   for (auto n : {"bind", "connect", "listen", "accept", "accept4", "getsockname", "getpeername",
-                 "getsockopt", "setsockopt", "sendto", "recvfrom", "sendmsg", "recvmsg",
+                 "getsockopt", "sendto", "recvfrom", "sendmsg", "recvmsg",
                  "sendmmsg", "recvmmsg", "shutdown"})
     r.push_back(allow(n, kNet));
   constexpr std::string_view kCreds = "identity queries; changes fail without capabilities";
@@ -164,6 +166,27 @@ void addRestricted(std::vector<Rule>& r) {
       r.push_back(refuse("socket", ESOCKTNOSUPPORT,
                          {{0, Op::kEq, fam}, {1, Op::kMaskedEq, type, kSockTypeMask}},
                          "raw/packet sockets forge traffic; AF_INET+SOCK_PACKET is AF_PACKET"));
+  // On AF_INET/AF_INET6 the other types only reach protocols below (SEQPACKET with protocol
+  // 0 is SCTP, SOCK_DCCP is DCCP, RDM nothing).
+  for (uint64_t fam : {AF_INET, AF_INET6})
+    for (uint64_t type : {SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP})
+      r.push_back(refuse("socket", ESOCKTNOSUPPORT, {{0, Op::kEq, fam}, {1, Op::kMaskedEq, type, kSockTypeMask}},
+                         "TCP and UDP sockets only on AF_INET/AF_INET6"));
+  // Protocols: AF_INET/AF_INET6 stream and datagram sockets are TCP and UDP (0 picks them),
+  // and ping (ICMP, ICMPv6). The other protocols the kernel registers for those types are
+  // attack surface no sandboxed tool needs: MPTCP (262), SMC (256), UDP-Lite (136), SCTP
+  // (132), L2TP (115). A 64-bit compare: no high garbage bits hide one (the kernel reads an int).
+  constexpr std::string_view kProto = "TCP, UDP and ping only on AF_INET/AF_INET6";
+  for (uint64_t fam : {AF_INET, AF_INET6})
+    for (uint64_t type : {SOCK_STREAM, SOCK_DGRAM})
+      r.push_back(refuse("socket", EPROTONOSUPPORT,
+                         {{0, Op::kEq, fam}, {1, Op::kMaskedEq, type, kSockTypeMask}, {2, Op::kGt, IPPROTO_ICMPV6}},
+                         kProto));
+  r.push_back(allow("setsockopt", "socket options; kernel TLS's upper-layer switch is refused below"));
+  // TCP_ULP attaches kernel TLS (or espintcp) to a TCP socket: a large, CVE-rich parser no
+  // tool inside needs. level and optname are ints: compared on their low 32 bits.
+  r.push_back(refuse("setsockopt", EPERM, {{1, Op::kMaskedEq, IPPROTO_TCP, kLow32}, {2, Op::kMaskedEq, TCP_ULP, kLow32}},
+                     "TCP_ULP (kernel TLS) on a socket"));
   r.push_back(allow("socketpair", "pipes between processes; only AF_UNIX, refused below"));
   r.push_back(refuse("socketpair", EAFNOSUPPORT, {{0, Op::kEq, AF_UNSPEC}}, "AF_UNIX only"));
   r.push_back(refuse("socketpair", EAFNOSUPPORT, {{0, Op::kGt, AF_UNIX}}, "AF_UNIX only"));

@@ -2,7 +2,10 @@
 // Tests of the seccomp allowlist as data: what the policy says, before any BPF exists.
 #include "policy/seccomp_policy.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
@@ -148,8 +151,9 @@ TEST(SeccompPolicyData, PlainForkThreadsAndUnshareAreAllowed) {
 
 TEST(SeccompPolicyData, SocketFamiliesOtherThanUnixInetInet6GetEafnosupport) {
   for (uint64_t fam : {AF_UNIX, AF_INET, AF_INET6})
-    for (U type : {U{SOCK_STREAM}, U{SOCK_DGRAM}, U{SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC}})
+    for (U type : {U{SOCK_STREAM}, U{SOCK_DGRAM}, U{SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC}})
       EXPECT_EQ(call("socket", {fam, type}), kAllowed) << fam << "/" << type;
+  EXPECT_EQ(call("socket", {AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC}), kAllowed);
   for (uint64_t fam = 0; fam < 64; ++fam) {
     if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6) continue;
     EXPECT_EQ(call("socket", {fam, SOCK_DGRAM}), refused(EAFNOSUPPORT)) << "family " << fam;
@@ -165,6 +169,29 @@ TEST(SeccompPolicyData, RawAndPacketSocketTypesGetEsocktnosupport) {
       for (U flags : {U{0}, U{SOCK_NONBLOCK}, U{SOCK_CLOEXEC}, U{SOCK_NONBLOCK | SOCK_CLOEXEC}})
         EXPECT_EQ(call("socket", {fam, type | flags}), refused(ESOCKTNOSUPPORT))
             << fam << "/" << type << "/" << flags;
+}
+
+// AF_INET/AF_INET6: TCP, UDP and ping; SEQPACKET (SCTP), RDM and DCCP types, and every
+// protocol above ICMPv6 (MPTCP, SMC, UDP-Lite, SCTP, L2TP), are refused.
+TEST(SeccompPolicyData, InetSocketsAreTcpUdpOrPingOnly) {
+  for (U fam : {AF_INET, AF_INET6}) {
+    for (U proto : {U{0}, U{IPPROTO_TCP}}) EXPECT_EQ(call("socket", {fam, SOCK_STREAM, proto}), kAllowed) << proto;
+    for (U proto : {U{0}, U{IPPROTO_UDP}, U{IPPROTO_ICMP}, U{IPPROTO_ICMPV6}})
+      EXPECT_EQ(call("socket", {fam, SOCK_DGRAM | SOCK_CLOEXEC, proto}), kAllowed) << proto;
+    for (U proto : {U{262}, U{256}, U{136}, U{132}, U{115}, U{59}, (U{1} << 32) | IPPROTO_TCP, ~U{0}})
+      for (U type : {U{SOCK_STREAM}, U{SOCK_DGRAM | SOCK_NONBLOCK}})
+        EXPECT_EQ(call("socket", {fam, type, proto}), refused(EPROTONOSUPPORT)) << fam << "/" << type << "/" << proto;
+    for (U type : {U{SOCK_SEQPACKET}, U{SOCK_RDM}, U{SOCK_DCCP | SOCK_CLOEXEC}})
+      EXPECT_EQ(call("socket", {fam, type, 0}), refused(ESOCKTNOSUPPORT)) << fam << "/" << type;
+  }
+  EXPECT_EQ(call("setsockopt", {3, IPPROTO_TCP, TCP_ULP}), refused(EPERM));
+  EXPECT_EQ(call("setsockopt", {3, (U{1} << 32) | IPPROTO_TCP, (U{7} << 32) | TCP_ULP}), refused(EPERM));
+  EXPECT_EQ(call("setsockopt", {3, IPPROTO_TCP, TCP_NODELAY}), kAllowed);
+  EXPECT_EQ(call("setsockopt", {3, SOL_SOCKET, TCP_ULP}), kAllowed) << "SO_* 31 is not TCP_ULP";
+  EXPECT_EQ(call("fcntl", {3, F_SETPIPE_SZ, 4096}), refused(EPERM));
+  EXPECT_EQ(call("fcntl", {3, (U{1} << 32) | F_SETPIPE_SZ, 4096}), refused(EPERM));
+  EXPECT_EQ(call("fcntl", {3, F_GETPIPE_SZ}), kAllowed);
+  EXPECT_EQ(call("fcntl", {3, F_SETFL, 0}), kAllowed);
 }
 
 TEST(SeccompPolicyData, SocketpairIsUnixOnly) {

@@ -8,6 +8,7 @@
 #include <linux/if_ether.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -283,6 +284,16 @@ const SocketCase kRefusedSockets[] = {
     {"inet_raw", AF_INET, SOCK_RAW, IPPROTO_ICMP, ESOCKTNOSUPPORT},
     {"inet6_raw_nonblock", AF_INET6, SOCK_RAW | SOCK_NONBLOCK, IPPROTO_ICMPV6, ESOCKTNOSUPPORT},
     {"inet_packet", AF_INET, SOCK_PACKET | SOCK_CLOEXEC, htons(ETH_P_ALL), ESOCKTNOSUPPORT},
+    // Protocols beyond TCP, UDP and ping (red team, session 13); a kernel without one skips.
+    {"inet_mptcp", AF_INET, SOCK_STREAM, 262, EPROTONOSUPPORT},
+    {"inet6_mptcp", AF_INET6, SOCK_STREAM, 262, EPROTONOSUPPORT},
+    {"inet_udplite", AF_INET, SOCK_DGRAM, 136, EPROTONOSUPPORT},
+    {"inet6_udplite", AF_INET6, SOCK_DGRAM, 136, EPROTONOSUPPORT},
+    {"inet_sctp", AF_INET, SOCK_STREAM, 132, EPROTONOSUPPORT},
+    {"inet_smc", AF_INET, SOCK_STREAM, 256, EPROTONOSUPPORT},
+    {"inet_dccp", AF_INET, SOCK_DCCP, 33, ESOCKTNOSUPPORT},
+    {"inet_seqpacket_is_sctp", AF_INET, SOCK_SEQPACKET, 0, ESOCKTNOSUPPORT},
+    {"inet6_rdm", AF_INET6, SOCK_RDM, 0, ESOCKTNOSUPPORT},
 };
 
 long trySocket(const SocketCase& c) {
@@ -299,6 +310,19 @@ TEST(SeccompSocketFamiliesRestricted, SocketpairIsUnixOnly) {
     int sv[2];
     return errOf(::socketpair(AF_INET, SOCK_STREAM, 0, sv));
   });
+}
+
+// Kernel TLS attaches through TCP_ULP: refused. Unconnected, the kernel itself says ENOTCONN
+// (or ENOENT without the tls module), so the filter's EPERM is told apart.
+TEST(SeccompSocketFamiliesRestricted, KernelTlsCannotBeAttached) {
+  for (uint64_t level : {uint64_t{IPPROTO_TCP}, (uint64_t{1} << 32) | IPPROTO_TCP})
+    expectFilterErrno("setsockopt(TCP_ULP)", EPERM, [level] {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) return static_cast<long>(errno);
+      long err = errOf(::syscall(SYS_setsockopt, fd, level, uint64_t{TCP_ULP}, "tls", 3));
+      ::close(fd);
+      return err;
+    });
 }
 
 TEST(SeccompSocketFamiliesRestricted, UnixInetAndInet6StillWork) {

@@ -246,6 +246,9 @@ INSTANTIATE_TEST_SUITE_P(, NetNoRawSockets,
                                            SocketCase{"netlink", "dgram", "9", false}, SocketCase{"vsock", "stream", "0", false},
                                            SocketCase{"xdp", "raw", "0", false}, SocketCase{"key", "raw", "2", false},
                                            SocketCase{"alg", "seqpacket", "0", false},
+                                           // red team, session 13: IP protocols beyond TCP/UDP/ping
+                                           SocketCase{"inet", "stream", "262", false}, SocketCase{"inet6", "dgram", "136", false},
+                                           SocketCase{"inet", "seqpacket", "0", false},
                                            SocketCase{"unix", "stream", "0", true}, SocketCase{"inet", "stream", "0", true},
                                            SocketCase{"inet6", "dgram", "0", true}),
                          [](const auto& info) {
