@@ -259,7 +259,7 @@ TEST(ParseExecArgs, RefusesBadValuesWithOneLineMessages) {
       // durations
       {{"--timeout", "0"}, "--timeout 0: '0' is not a duration (e.g. 250ms, 10s, 5m)"},
       {{"--timeout", "-5"}, "--timeout -5: '-5' is not a duration (e.g. 250ms, 10s, 5m)"},
-      {{"--timeout", "8785h"}, "--timeout 8785h: '8785h' is not a duration (e.g. 250ms, 10s, 5m)"},
+      {{"--timeout", "8785h"}, "--timeout 8785h: '8785h' is not a duration of at most 366 days (8784h)"},
       {{"--cpu-time", "soon"}, "--cpu-time soon: 'soon' is not a duration (e.g. 250ms, 10s, 5m)"},
       // counts
       {{"--pids", "0"}, "--pids 0: '0' is not a count from 1 to 1048576"},

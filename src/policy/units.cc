@@ -74,9 +74,11 @@ Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   else if (rest == "h") unit_ms = 3'600'000;
   else return bad(text, kWhat);
   constexpr uint64_t kMaxMs = 366ull * 24 * 3'600'000;
-  if (whole > kMaxMs / unit_ms) return bad(text, kWhat);
+  constexpr const char* kTooLong = "a duration of at most 366 days (8784h)";
+  if (whole > kMaxMs / unit_ms) return bad(text, kTooLong);
   uint64_t ms = whole * unit_ms + frac * unit_ms / frac_scale;
-  if (ms == 0 || ms > kMaxMs) return bad(text, kWhat);
+  if (ms > kMaxMs) return bad(text, kTooLong);
+  if (ms == 0) return bad(text, kWhat);
   return std::chrono::milliseconds(ms);
 }
 

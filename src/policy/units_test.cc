@@ -63,6 +63,8 @@ TEST(ParseDuration, RefusesZeroNegativeJunkAndPastAYear) {
 
 TEST(ParseDuration, MessageQuotesTheInput) {
   EXPECT_EQ(parseDuration("soon").error().message(), "'soon' is not a duration (e.g. 250ms, 10s, 5m)");
+  EXPECT_EQ(parseDuration("10000h").error().message(), "'10000h' is not a duration of at most 366 days (8784h)");
+  EXPECT_TRUE(parseDuration("8784h").ok());
 }
 
 TEST(ParseCount, AcceptsOneToMax) {
