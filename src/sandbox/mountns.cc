@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 
 #include "sandbox/mount_api.h"
@@ -195,12 +196,24 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   for (const char* r : kProcReadOnly)
     b.add({Op::kBindSelfRo, b.in(std::string("proc/") + r), nullptr, 0, -1, true, "make /proc entry read-only"});
 
-  for (const Bound& e : extra) {
+  // Parents before what lies beneath them (a path sorts before its descendants), whatever the
+  // order on the command line: --ro-bind A:/d/sub given before --ro-bind B:/d would otherwise
+  // be covered by /d and silently gone.
+  std::stable_sort(extra.begin(), extra.end(), [](const Bound& x, const Bound& y) { return x.rel < y.rel; });
+  for (size_t i = 0; i < extra.size(); ++i) {
+    const Bound& e = extra[i];
     // mkdir -p for the target's parents: the new root holds only what this plan made, so
     // no component can be a symlink planted by anyone else.
     for (size_t pos = e.rel.find('/'); pos != std::string::npos; pos = e.rel.find('/', pos + 1))
       b.mkdir(e.rel.substr(0, pos));
-    b.attach(e.slot, b.in(e.rel), e.dir, "mount --ro-bind");
+    // Beneath another --ro-bind the mount point is in that read-only host tree: it must exist.
+    bool nested = false;
+    for (size_t j = 0; j < i; ++j)
+      nested = nested || (extra[j].dir && e.rel.size() > extra[j].rel.size() && e.rel.starts_with(extra[j].rel) &&
+                          e.rel[extra[j].rel.size()] == '/');
+    b.attach(e.slot, b.in(e.rel), e.dir,
+             nested ? "mount --ro-bind inside another --ro-bind (its mount point must exist in that host directory)"
+                    : "mount --ro-bind");
   }
 
   b.add({Op::kSetReadOnly, b.str(plan.root), nullptr, 0, -1, false, "make the new root read-only"});

@@ -91,6 +91,28 @@ TEST(ExecReport, ReportReflectsTheRequestedLimits) {
   EXPECT_EQ(l["cpu-time"].value("value", 0ULL), 4000u) << r.describe();
 }
 
+// A bind beneath another is mounted over it whatever the order given: mounted first, the
+// parent bind covered it and it was silently gone.
+TEST(ExecRoBind, ANestedBindIsMountedOverItsParentInAnyOrder) {
+  TempDir outer("outer"), inner("inner");
+  outer.write("sub/.keep", "");
+  outer.write("fa", "A\n");
+  inner.write("fb", "B\n");
+  for (bool nested_first : {true, false}) {
+    std::vector<std::string> a = {"--ro-bind", outer.path() + ":/opt/d"}, b = {"--ro-bind", inner.path() + ":/opt/d/sub"};
+    std::vector<std::string> opts = nested_first ? b : a;
+    opts.insert(opts.end(), (nested_first ? a : b).begin(), (nested_first ? a : b).end());
+    RunResult r = runCorral(opts, {"/bin/cat", "/opt/d/fa", "/opt/d/sub/fb"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(r.out, "A\nB\n") << (nested_first ? "nested bind given first" : "parent bind given first") << r.describe();
+  }
+  TempDir bare("bare");  // no mount point for the nested bind in the read-only parent
+  bare.write("fa", "A\n");
+  RunResult r = runCorral({"--ro-bind", bare.path() + ":/opt/d", "--ro-bind", inner.path() + ":/opt/d/sub"}, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_NE(r.err.find("its mount point must exist in that host directory"), std::string::npos) << r.describe();
+}
+
 TEST(ExecReport, ReportFileEqualsTheStderrReport) {
   TempDir dir("report");
   std::string file = dir / "report.json";
