@@ -69,7 +69,8 @@ Result<policy::egress::Grant> parseLeaseUrl(std::string_view url) {
 Result<void> checkHeaderName(std::string_view header) {
   bool ok = !header.empty() && header.size() <= kMaxHeaderName;
   for (char c : header) ok = ok && isTchar(c);
-  if (!ok) return invalid("header " + quoted(header) + " must be 1-64 HTTP token characters");
+  // Not echoed: a refused name is often a whole "Authorization: Bearer <token>" pasted in.
+  if (!ok) return invalid("header must be 1-64 HTTP token characters (the name alone, e.g. Authorization; not shown)");
   for (std::string_view reserved : kReservedHeaders)
     if (equalsIgnoreCase(header, reserved))
       return invalid("header " + quoted(header) + " is owned by the proxy (framing, hop-by-hop or set by the proxy) and cannot carry a credential");

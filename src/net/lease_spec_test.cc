@@ -56,6 +56,13 @@ struct Bad {
   const char* why;  // a fragment the message must contain
 };
 
+TEST(LeaseSpec, ARefusedHeaderNameIsNeverEchoed) {
+  auto s = parseCredentialFlag("gh=T@https://api.example;header=Authorization: Bearer SENTINEL_TOKEN");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message().find("SENTINEL_TOKEN"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("HTTP token characters"), std::string::npos) << s.error().message();
+}
+
 // Red team, session 13: the refused URL was echoed whole, token and all.
 TEST(LeaseSpec, ARefusedUrlIsNeverEchoed) {
   for (const char* text : {"gh=T@https://user:SENTINEL_TOKEN@api.example", "gh=T@https://api.example/?token=SENTINEL_TOKEN",

@@ -49,9 +49,11 @@ Result<uint64_t> parseSize(std::string_view text) {
 
 Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   constexpr const char* kWhat = "a duration (e.g. 250ms, 10s, 5m)";
+  constexpr const char* kTooLong = "a duration of at most 366 days (8784h)";
   uint64_t whole = 0;
   size_t used = parseDigits(text, &whole);
-  if (used == 0) return bad(text, kWhat);
+  // No digits parsed from text that starts with one: more than 2^64 of them.
+  if (used == 0) return bad(text, !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])) ? kTooLong : kWhat);
   // Up to three fractional digits: enough for milliseconds of a second.
   uint64_t frac = 0, frac_scale = 1;
   std::string_view rest = text.substr(used);
@@ -74,7 +76,6 @@ Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   else if (rest == "h") unit_ms = 3'600'000;
   else return bad(text, kWhat);
   constexpr uint64_t kMaxMs = 366ull * 24 * 3'600'000;
-  constexpr const char* kTooLong = "a duration of at most 366 days (8784h)";
   if (whole > kMaxMs / unit_ms) return bad(text, kTooLong);
   uint64_t ms = whole * unit_ms + frac * unit_ms / frac_scale;
   if (ms > kMaxMs) return bad(text, kTooLong);

@@ -65,6 +65,8 @@ TEST(ParseDuration, MessageQuotesTheInput) {
   EXPECT_EQ(parseDuration("soon").error().message(), "'soon' is not a duration (e.g. 250ms, 10s, 5m)");
   EXPECT_EQ(parseDuration("10000h").error().message(), "'10000h' is not a duration of at most 366 days (8784h)");
   EXPECT_TRUE(parseDuration("8784h").ok());
+  EXPECT_EQ(parseDuration("99999999999999999999s").error().message(),
+            "'99999999999999999999s' is not a duration of at most 366 days (8784h)");
 }
 
 TEST(ParseCount, AcceptsOneToMax) {

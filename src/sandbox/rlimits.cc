@@ -29,12 +29,15 @@ Result<void> fitUnderHardLimits(const Plan& plan) {
     if (::getrlimit(e.resource, &have) != 0 || have.rlim_max == RLIM_INFINITY || need <= have.rlim_max) continue;
     for (const Named& n : kNames) {
       if (n.resource != e.resource) continue;
-      std::string what = std::string(n.option) + ": needs " + std::to_string(need);
-      if (e.resource == RLIMIT_NPROC) what += " processes (one is corral's init)";
-      if (e.resource == RLIMIT_CPU) what += " s (one more than asked: SIGXCPU, then SIGKILL)";
+      // The value asked for, or the default: name the most that would fit.
+      std::string what = std::string(n.option) + " (given, or its default): needs " + std::to_string(need);
+      rlim_t most = have.rlim_max;
+      if (e.resource == RLIMIT_NPROC) what += " processes (one is corral's init)", most -= most > 0 ? 1 : 0;
+      if (e.resource == RLIMIT_CPU) what += " s (one more than asked: SIGXCPU, then SIGKILL)", most -= most > 0 ? 1 : 0;
       if (e.resource == RLIMIT_FSIZE || e.resource == RLIMIT_AS) what += " bytes";
       return Error(Errc::kUnsupported, what + ", above the hard limit of " + std::to_string(have.rlim_max) +
-                                           " corral runs under (" + n.ulimit + "); the sandbox cannot raise it");
+                                           " corral runs under (" + n.ulimit + "), which the sandbox cannot raise; ask for at most " +
+                                           std::to_string(most) + (e.resource == RLIMIT_CPU ? "s" : ""));
     }
     return Error(Errc::kUnsupported, "resource limit " + std::to_string(e.resource) + " is above corral's hard limit");
   }

@@ -205,10 +205,11 @@ Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan&
   for (int n = 0; n <= 2; ++n) {
     const int host = given[n] >= 0 ? given[n] : n;
     if (stdioSafeToHandOver(host, sandbox)) {
-      if (!anonymousPipe(host)) continue;
-      relay.reopened_[n] = reopenPipe(host);
-      if (relay.reopened_[n].valid()) continue;
-      // Not reopenable: relayed like any other (its status flags stay the caller's alone).
+      // A pipe is reopened when corral may (as root, any); one it may not (rootless, another
+      // user's) is handed over as it is, sharing its O_NONBLOCK flag with the caller. Relaying
+      // it instead would read ahead of the command what the next host reader should get.
+      if (anonymousPipe(host)) relay.reopened_[n] = reopenPipe(host);
+      continue;
     }
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return sysError("stdio relay: pipe");

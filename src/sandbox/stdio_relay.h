@@ -77,9 +77,9 @@ class StdioRelay {
   };
   void pumpIn(Stream& s, short revents_host, short revents_pipe);
   std::vector<Stream> streams_;
-  // A pipe handed over is reopened first (/proc/self/fd/N): the sandbox gets an open file
-  // description of its own, so its fcntl(F_SETFL, O_NONBLOCK) cannot leave the caller's, and
-  // the next host reader or writer sharing it, non-blocking after the run.
+  // A pipe handed over is reopened first (/proc/self/fd/N) where corral may: the sandbox gets
+  // an open file description of its own, so its fcntl(F_SETFL, O_NONBLOCK) cannot leave the
+  // caller's, and the next host reader or writer sharing it, non-blocking after the run.
   UniqueFd reopened_[3];
   bool background_read_ = false;
   uint64_t file_size_limit_ = 0;

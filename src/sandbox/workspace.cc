@@ -28,13 +28,21 @@ const char* kindOf(mode_t mode) {
   return "not a regular file";
 }
 
-// Opens (creating as needed) the host directory that will hold rel's last component.
-Result<UniqueFd> hostParent(int host_root, const std::string& rel) {
+// A directory copy-back made on the host, removed again if the outputs are withheld.
+struct MadeDir {
+  UniqueFd parent;
+  std::string name;
+};
+
+// Opens (creating as needed) the host directory that will hold rel's last component; the
+// directories it makes are added to made.
+Result<UniqueFd> hostParent(int host_root, const std::string& rel, std::vector<MadeDir>& made) {
   UniqueFd dir(::fcntl(host_root, F_DUPFD_CLOEXEC, 0));
   size_t start = 0;
   for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', start)) {
     std::string comp = rel.substr(start, slash - start);
-    if (::mkdirat(dir.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return sysError("mkdir " + comp);
+    if (::mkdirat(dir.get(), comp.c_str(), 0755) == 0) made.push_back({UniqueFd(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0)), comp});
+    else if (errno != EEXIST) return sysError("mkdir " + comp);
     UniqueFd next(openBeneath(dir.get(), comp.c_str(), O_RDONLY | O_DIRECTORY));
     if (!next.valid()) return sysError("open host directory " + comp);
     dir = std::move(next);
@@ -51,12 +59,24 @@ struct Pending {
   struct stat st {};
   UniqueFd parent;   // the host directory that gets it (phase 2)
   std::string name;  // rel's last component
-  std::string tmp;   // the temp name in parent, once linked (phase 2)
+  UniqueFd data;     // phase 2: the copy, an unnamed O_TMPFILE inode where the file system has them
+  std::string tmp;   // its temp name in parent, once it has one
+  bool placed = false;    // phase 3: renamed into place
+  bool had_old = false;   // phase 3: an old file was exchanged out, and now sits at tmp
+  bool undoable = false;  // phase 3: placed in a way unplace() can take back
 };
 
 std::string lastComponent(const std::string& rel) {
   const size_t slash = rel.rfind('/');
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
+}
+
+std::string tempName() {
+  uint64_t rnd = 0;
+  if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<uint64_t>(::getpid());
+  char tmp[64];
+  std::snprintf(tmp, sizeof(tmp), ".corral-out-%016llx", static_cast<unsigned long long>(rnd));
+  return tmp;
 }
 
 // Phase 1, changing nothing on the host: the source is a regular file with one link beneath
@@ -110,41 +130,88 @@ void check(int ws_root, int host_root, Pending& p) {
     r.reason = "a directory is in the way on the host";
     return;
   }
-  r.status = OutputResult::Status::kCopied;  // so far: phase 2 may still refuse it
+  r.status = OutputResult::Status::kCopied;  // so far: phases 2 and 3 may still refuse it
 }
 
-// Phase 2: the data goes into an unnamed O_TMPFILE inode, which gets a (temp) name only once
-// it is whole and synced: corral killed mid-copy leaves nothing behind (the inode is freed).
-// File systems without O_TMPFILE get a named temp file from the start.
-void copyToTemp(int host_root, Pending& p) {
+void refuse(OutputResult& r, std::string why) {
+  r.status = OutputResult::Status::kRefused;
+  r.reason = std::move(why);
+  r.bytes = 0;
+}
+
+// Phase 2: the data goes into an unnamed O_TMPFILE inode beside the target, whole and synced,
+// and stays unnamed until phase 3: corral killed now leaves nothing behind (the inodes are
+// freed). File systems without O_TMPFILE get a named temp file from the start.
+void copyToTemp(int host_root, Pending& p, std::vector<MadeDir>& made) {
   OutputResult& r = p.result;
-  auto refuse = [&r](std::string why) {
-    r.status = OutputResult::Status::kRefused;
-    r.reason = std::move(why);
-  };
-  auto parent = hostParent(host_root, r.path);
-  if (!parent) return refuse(parent.error().message());
+  auto parent = hostParent(host_root, r.path, made);
+  if (!parent) return refuse(r, parent.error().message());
   p.parent = std::move(*parent);
   p.name = lastComponent(r.path);
-  uint64_t rnd = 0;
-  if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<uint64_t>(::getpid());
-  char tmp[64];
-  std::snprintf(tmp, sizeof(tmp), ".corral-out-%016llx", static_cast<unsigned long long>(rnd));
-  UniqueFd out(::openat(p.parent.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, p.st.st_mode & 0755));
-  const bool unnamed = out.valid();
-  if (!unnamed)
-    out = UniqueFd(::openat(p.parent.get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, p.st.st_mode & 0755));
-  if (!out.valid()) return refuse(std::string("create on host: ") + std::strerror(errno));
-  if (!unnamed) p.tmp = tmp;
-  auto copied = copyFileData(p.src.get(), out.get(), p.st, "copy " + r.path);
-  bool ok = copied && ::fsync(out.get()) == 0;
-  if (ok && unnamed) {
-    const std::string self = "/proc/self/fd/" + std::to_string(out.get());
-    ok = ::linkat(AT_FDCWD, self.c_str(), p.parent.get(), tmp, AT_SYMLINK_FOLLOW) == 0;
-    if (ok) p.tmp = tmp;
+  p.data = UniqueFd(::openat(p.parent.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, p.st.st_mode & 0755));
+  if (!p.data.valid()) {
+    const std::string tmp = tempName();
+    p.data = UniqueFd(::openat(p.parent.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                               p.st.st_mode & 0755));
+    if (p.data.valid()) p.tmp = tmp;
   }
-  if (!ok) refuse(copied ? std::string("write on host: ") + std::strerror(errno) : copied.error().message());
-  else r.bytes = static_cast<uint64_t>(p.st.st_size);
+  if (!p.data.valid()) return refuse(r, std::string("create on host: ") + std::strerror(errno));
+  auto copied = copyFileData(p.src.get(), p.data.get(), p.st, "copy " + r.path, CopyInto::kHost);
+  if (!copied) return refuse(r, copied.error().message());
+  if (::fsync(p.data.get()) != 0) return refuse(r, std::string("write on host: ") + std::strerror(errno));
+  r.bytes = static_cast<uint64_t>(p.st.st_size);
+}
+
+// Undoes a placed output: the old file swapped back, or the new one removed. A plain rename
+// (no RENAME_EXCHANGE on that file system) replaced the old file for good: it stays.
+void unplace(Pending& p) {
+  const int dir = p.parent.get();
+  if (p.undoable && p.had_old) (void)::renameat2(dir, p.tmp.c_str(), dir, p.name.c_str(), RENAME_EXCHANGE);
+  else if (p.undoable) (void)::unlinkat(dir, p.name.c_str(), 0);
+  p.placed = p.had_old = p.undoable = false;
+}
+
+// Phase 3, one output: named (if it was unnamed), then swapped with what was at the target
+// (RENAME_EXCHANGE: the old file moves to the temp name, so it can be put back) or, with no
+// old file, renamed there without replacing anything. A file system without RENAME_EXCHANGE
+// gets a plain rename, which cannot be undone.
+bool place(Pending& p) {
+  if (p.tmp.empty()) {
+    const std::string tmp = tempName();
+    const std::string self = "/proc/self/fd/" + std::to_string(p.data.get());
+    if (::linkat(AT_FDCWD, self.c_str(), p.parent.get(), tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      refuse(p.result, std::string("write on host: ") + std::strerror(errno));
+      return false;
+    }
+    p.tmp = tmp;
+  }
+  const int dir = p.parent.get();
+  if (::renameat2(dir, p.tmp.c_str(), dir, p.name.c_str(), RENAME_EXCHANGE) == 0) {
+    p.placed = p.had_old = p.undoable = true;
+    // Phase 1 saw no directory there; one put there since would be swapped out whole (a
+    // rename over it would have failed): put it back and refuse.
+    struct stat old {};
+    if (::fstatat(dir, p.tmp.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode)) {
+      unplace(p);
+      refuse(p.result, "a directory is in the way on the host");
+      return false;
+    }
+    return true;
+  }
+  int err = errno;
+  if (err == ENOENT && ::renameat2(dir, p.tmp.c_str(), dir, p.name.c_str(), RENAME_NOREPLACE) == 0) {
+    p.placed = p.undoable = true;
+    p.tmp.clear();
+    return true;
+  }
+  if (err == EINVAL && ::renameat(dir, p.tmp.c_str(), dir, p.name.c_str()) == 0) {
+    p.placed = true;
+    p.tmp.clear();
+    return true;
+  }
+  if (err == ENOENT || err == EINVAL) err = errno;
+  refuse(p.result, std::string("rename on host: ") + std::strerror(err));
+  return false;
 }
 
 void dropTemp(Pending& p) {
@@ -156,7 +223,7 @@ bool refused(const Pending& p) { return p.result.status == OutputResult::Status:
 
 // What the outputs that were fine get when another was refused: nothing of a run that
 // produced a hostile output (a symlink, a hard link, a FIFO) reaches the host.
-void withholdAllBut(std::vector<Pending>& all) {
+void withholdAllBut(std::vector<Pending>& all, std::vector<MadeDir>& made) {
   std::string first;
   for (const Pending& p : all)
     if (refused(p)) {
@@ -164,12 +231,15 @@ void withholdAllBut(std::vector<Pending>& all) {
       break;
     }
   for (Pending& p : all) {
+    if (p.placed) unplace(p);
     dropTemp(p);
     if (p.result.status != OutputResult::Status::kCopied) continue;
     p.result.status = OutputResult::Status::kWithheld;
     p.result.reason = "not copied: --output " + first + " was refused, and outputs are copied all or none";
     p.result.bytes = 0;
   }
+  // Directories copy-back made, deepest first; one that is not empty is left as it is.
+  for (auto it = made.rbegin(); it != made.rend(); ++it) (void)::unlinkat(it->parent.get(), it->name.c_str(), AT_REMOVEDIR);
 }
 
 }  // namespace
@@ -192,31 +262,27 @@ IgnoreSigxfsz::~IgnoreSigxfsz() { ::sigaction(SIGXFSZ, &old_, nullptr); }
 std::vector<OutputResult> copyBack(int ws_root, int host_dir, const std::vector<std::string>& outputs) {
   IgnoreSigxfsz quiet;
   std::vector<Pending> all(outputs.size());
+  std::vector<MadeDir> made;
   for (size_t i = 0; i < outputs.size(); ++i) {
     all[i].result = {outputs[i], OutputResult::Status::kRefused, "", 0};
     check(ws_root, host_dir, all[i]);
   }
-  const auto anyRefused = [&all] { return std::any_of(all.begin(), all.end(), refused); };
-  if (!anyRefused())
-    for (Pending& p : all)
-      if (p.result.status == OutputResult::Status::kCopied) {
-        copyToTemp(host_dir, p);
-        if (refused(p)) break;
-      }
-  if (anyRefused()) {
-    withholdAllBut(all);
-  } else {
-    // Phase 3: every output is whole and synced beside its target; each is renamed into place
-    // (a crash leaves the old file or the new one, never half of one).
-    for (Pending& p : all) {
-      if (p.result.status != OutputResult::Status::kCopied) continue;
-      if (::renameat(p.parent.get(), p.tmp.c_str(), p.parent.get(), p.name.c_str()) != 0) {
-        p.result.status = OutputResult::Status::kRefused;
-        p.result.reason = std::string("rename on host: ") + std::strerror(errno);
-        dropTemp(p);
-      }
-      p.tmp.clear();
+  auto copying = [](const Pending& p) { return p.result.status == OutputResult::Status::kCopied; };
+  bool ok = std::none_of(all.begin(), all.end(), refused);
+  for (Pending& p : all)
+    if (ok && copying(p)) {
+      copyToTemp(host_dir, p, made);
+      ok = !refused(p);
     }
+  // Phase 3: every output is whole and synced beside its target; each is put in place, and a
+  // failure puts back what the earlier ones replaced. A crash leaves each target either its
+  // old file or its new one, never half of one.
+  for (Pending& p : all)
+    if (ok && copying(p)) ok = place(p);
+  if (!ok) {
+    withholdAllBut(all, made);
+  } else {
+    for (Pending& p : all) dropTemp(p);  // the old files exchanged out
   }
   std::vector<OutputResult> results;
   results.reserve(all.size());

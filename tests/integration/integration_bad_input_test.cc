@@ -188,10 +188,10 @@ TEST(ExecBadInputHost, ALimitAboveTheCallersHardLimitIsRefusedNamingTheOption) {
     std::vector<std::string> opts;
     const char* want;
   };
-  const Case cases[] = {{"ulimit -n 64", {"--open-files", "100"}, "--open-files: needs 100, above the hard limit of 64"},
-                        {"ulimit -p 50", {"--pids", "100"}, "--pids: needs 101 processes"},
-                        {"ulimit -t 5", {"--cpu-time", "10s"}, "--cpu-time: needs 11 s"},
-                        {"ulimit -f 8", {"--file-size", "1M"}, "--file-size: needs 1048576 bytes"}};
+  const Case cases[] = {{"ulimit -n 64", {"--open-files", "100"}, "--open-files (given, or its default): needs 100, above the hard limit of 64"},
+                        {"ulimit -p 50", {"--pids", "100"}, "--pids (given, or its default): needs 101 processes"},
+                        {"ulimit -t 5", {"--cpu-time", "10s"}, "--cpu-time (given, or its default): needs 11 s"},
+                        {"ulimit -f 8", {"--file-size", "1M"}, "--file-size (given, or its default): needs 1048576 bytes"}};
   for (const Case& c : cases) {
     std::string script = std::string(c.ulimit) + "; exec";
     for (const std::string& a : corralArgv(c.opts, {"/bin/echo", "RAN"}, false)) script += " '" + a + "'";

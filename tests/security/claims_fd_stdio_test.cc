@@ -216,6 +216,21 @@ TEST(FdStdioNoHostMetadata, APipeKeepsItsBlockingModeAndSizeForTheHost) {
   EXPECT_EQ(p.stdoutSeen(), "HOSTDATA\ndone\n") << r.describe();
 }
 
+// Rootless, corral may not reopen a pipe another user made: it is handed over as it is, as
+// before, not relayed (a relay would read ahead of the command what the next reader gets).
+TEST(FdStdioNoHostMetadata, AnotherUsersPipeIsHandedOverNotReadAhead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to hand nobody a pipe of root's";
+  PipeStdio p;
+  ASSERT_GE(p.in[1], 0);
+  ASSERT_EQ(::write(p.in[1], "a\nb\nc\n", 6), 6);
+  RunOptions o = p.stdio();
+  o.as_user = kNobody;
+  RunResult r = run(corralArgv({}, {"/bin/sh", "-c", "read x; echo got $x"}, false), o);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(p.stdoutSeen(), "HOSTDATA\ngot a\n") << r.describe();
+  EXPECT_EQ(p.leftInStdin(), "b\nc\n") << "the rest of stdin was read ahead and lost";
+}
+
 // Control: handed the same pipes directly, the script leaves both non-blocking and resized.
 TEST(FdStdioNoHostMetadata, ControlTheScriptChangesPipesHandedToItDirectly) {
   PipeStdio p;

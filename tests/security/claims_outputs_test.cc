@@ -81,6 +81,40 @@ TEST(OutputsNoLinkFollow, OneRefusedOutputWithholdsEveryOther) {
   }
 }
 
+// A failure after some outputs were already copied (a rename the host refuses, its disk or
+// file-size limit) still leaves the host as it was: what was replaced is put back, the
+// directories made for the copy are removed, and no temp file is left.
+TEST(OutputsNoLinkFollow, AFailureWhileCopyingPutsBackWhatWasReplaced) {
+  TempDir ws("ws");
+  ws.write("a", "old a\n");
+  ws.write("b", "old b\n");
+  // Immutable b: its rename fails after a's succeeded (root; skipped where chattr cannot).
+  if (::geteuid() == 0 && run({"/usr/bin/chattr", "+i", ws / "b"}).exit_code == 0) {
+    RunResult r = runShell(ws, {"--output", "a", "--output", "d/new", "--output", "b"},
+                           "echo A > a; mkdir d; echo N > d/new; echo B > b");
+    (void)run({"/usr/bin/chattr", "-i", ws / "b"});
+    EXPECT_EQ(r.exit_code, 125) << r.describe();
+    EXPECT_EQ(ws.read("a"), "old a\n") << claim("outputs.no-link-follow", "an output replaced before a failed rename stayed") << r.describe();
+    EXPECT_EQ(ws.read("b"), "old b\n");
+    EXPECT_FALSE(ws.exists("d")) << "the directory made for d/new was left";
+    EXPECT_EQ(outputEntry(r, "a").value("status", ""), "withheld") << r.describe();
+    EXPECT_EQ(outputEntry(r, "b").value("status", ""), "refused") << r.describe();
+  }
+  // corral's own file-size limit stops the copy of a big output after others were copied.
+  std::string script = "ulimit -S -f 100; exec";
+  for (const std::string& a : corralArgv({"--workspace", ws.path(), "--output", "a", "--output", "d/x", "--output", "e/big"},
+                                         {"/bin/sh", "-c", "echo A > a; mkdir d e; echo X > d/x; head -c 200000 /dev/zero > e/big"},
+                                         false))
+    script += " '" + a + "'";
+  RunResult big = run({"/bin/sh", "-c", script});
+  EXPECT_EQ(big.exit_code, 125) << big.describe();
+  EXPECT_EQ(ws.read("a"), "old a\n") << claim("outputs.no-link-follow", "an output was copied beside one that failed") << big.describe();
+  EXPECT_FALSE(ws.exists("d")) << "the directory made for d/x was left";
+  EXPECT_FALSE(ws.exists("e")) << "the directory made for e/big was left";
+  for (const auto& e : std::filesystem::directory_iterator(ws.path()))
+    EXPECT_EQ(e.path().filename().string().rfind(".corral-out-", 0), std::string::npos) << "a temp file was left";
+}
+
 TEST(OutputsNoLinkFollow, MissingOutputIsReportedMissing) {
   TempDir ws("ws");
   RunResult r = runShell(ws, {"--output", "out"}, "true");
