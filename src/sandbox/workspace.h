@@ -42,10 +42,11 @@ Result<UniqueFd> openHostDir(const std::string& path);
 // RLIMIT_FSIZE is an error (EFBIG), not a SIGXFSZ that kills corral.
 Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner);
 
-// Copies each declared output from the tmpfs back into host_dir (a directory fd). Each
-// source is opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-// and must be a regular file with one link; the destination is written to a temp file beside
-// it and renamed into place, its parents resolved the same way (created when missing).
+// Copies each declared output from the tmpfs back into host_dir (a directory fd), all or
+// none. Each source is opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+// RESOLVE_NO_MAGICLINKS) and must be a regular file with one link; the destination is written
+// to a temp file beside it and swapped into place, its parents resolved the same way (created
+// when missing). One refused output withholds the rest and puts back what was replaced.
 std::vector<OutputResult> copyBack(int ws_root, int host_dir, const std::vector<std::string>& outputs);
 
 // SIGXFSZ ignored while it lives (process-wide), so that a write past the caller's
