@@ -218,7 +218,7 @@ TEST(FdStdioNoHostMetadata, APipeKeepsItsBlockingModeAndSizeForTheHost) {
 
 // Rootless, corral may not reopen a pipe another user made: it is handed over as it is, as
 // before, not relayed (a relay would read ahead of the command what the next reader gets).
-TEST(FdStdioNoHostMetadata, AnotherUsersPipeIsHandedOverNotReadAhead) {
+TEST(FdStdioNoHostMetadata, RootAnotherUsersPipeIsHandedOverNotReadAhead) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to hand nobody a pipe of root's";
   PipeStdio p;
   ASSERT_GE(p.in[1], 0);
