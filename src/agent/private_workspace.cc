@@ -38,23 +38,13 @@ const char* kindOf(mode_t mode) {
   return "not a regular file";
 }
 
-bool wanted(const policy::Manifest& m, const std::string& rel) {
-  for (const std::string& o : m.outputs)
-    if (o == rel) return true;
-  for (const std::string& p : m.inputs)
-    if (policy::inputGlobMatch(p, rel)) return true;
-  return false;
-}
+bool wanted(const policy::Manifest& m, const std::string& rel) { return policy::declaresFile(m.inputs, m.outputs, rel); }
 
 // Whether a declared input or output could lie below the directory rel: the walk enters no
 // other directory, so a deep node_modules or an unreadable directory no input names neither
 // costs time nor aborts the run.
 bool wantedBelow(const policy::Manifest& m, const std::string& rel) {
-  for (const std::string& o : m.outputs)
-    if (o.size() > rel.size() && o.starts_with(rel) && o[rel.size()] == '/') return true;
-  for (const std::string& p : m.inputs)
-    if (policy::inputGlobMayMatchBelow(p, rel)) return true;
-  return false;
+  return policy::mayDeclareBelow(m.inputs, m.outputs, rel);
 }
 
 // Creates the parents of rel beneath root (no symlinks), returning the parent's fd.

@@ -38,6 +38,9 @@ Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const Privat
   }
   spec.env = policy::env::buildEnvironment(extra);
   spec.workspace = ws.path();
+  // The private workspace holds what the whole run declared; this task's command sees only
+  // what the task declares (a spawned task may have narrowed its inputs).
+  spec.stage_only = sandbox::SandboxSpec::StageOnly{m.inputs, m.outputs};
   spec.outputs = m.outputs;
   const policy::SandboxLimitsSpec& l = m.sandbox;
   spec.limits.memory_bytes = l.memory_bytes;

@@ -46,6 +46,12 @@ Result<ToolResult> read(RunContext& run, TaskState& task, const ToolCall& call, 
     return refuse(run, task, call, "not-declared", *path + " is not a declared input or output", targs);
   const uint64_t cap = task.manifest->budgets.max_output_bytes;
   auto content = run.workspace->readFile(*path, cap);
+  // Over the size cap, or not a regular file beneath the workspace: a refusal with its rule,
+  // counted as one. A file that is simply missing is an allowed call that found nothing.
+  if (!content.ok() && content.error().code() == static_cast<int>(Errc::kLimit))
+    return refuse(run, task, call, "budget.max_output_bytes", content.error().message(), targs);
+  if (!content.ok() && content.error().code() == static_cast<int>(Errc::kRefused))
+    return refuse(run, task, call, "path", content.error().message(), targs);
   json entry = traceBase(task, call, "allow");
   entry["args"] = targs;
   if (!content.ok()) {

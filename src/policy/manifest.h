@@ -114,6 +114,13 @@ bool inputGlobMatch(std::string_view pattern, std::string_view path);
 // workspace walk need not enter dir. Conservative: true whenever a match below is possible.
 bool inputGlobMayMatchBelow(std::string_view pattern, std::string_view dir);
 
+// What a task declares: a file is one of its outputs or matches one of its inputs; a
+// directory may hold one (an output below it, or an input pattern that may match below it).
+// The private workspace's staging and each sandboxed command's /workspace use the same rule.
+bool declaresFile(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs, std::string_view rel);
+bool mayDeclareBelow(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                     std::string_view dir);
+
 // True when pattern contains a glob metacharacter (* or ?).
 bool isGlob(std::string_view pattern);
 

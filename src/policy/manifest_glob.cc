@@ -102,6 +102,23 @@ bool inputGlobMatch(std::string_view pattern, std::string_view path) {
   return match[sc.size()];
 }
 
+bool declaresFile(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs, std::string_view rel) {
+  for (const std::string& o : outputs)
+    if (o == rel) return true;
+  for (const std::string& p : inputs)
+    if (inputGlobMatch(p, rel)) return true;
+  return false;
+}
+
+bool mayDeclareBelow(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                     std::string_view dir) {
+  for (const std::string& o : outputs)
+    if (o.size() > dir.size() && o.starts_with(dir) && o[dir.size()] == '/') return true;
+  for (const std::string& p : inputs)
+    if (inputGlobMayMatchBelow(p, dir)) return true;
+  return false;
+}
+
 bool inputGlobMayMatchBelow(std::string_view pattern, std::string_view dir) {
   if (pattern.empty() || dir.empty()) return false;
   std::vector<std::string_view> pc = split(pattern), dc = split(dir);

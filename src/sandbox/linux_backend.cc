@@ -360,7 +360,8 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     if (spec.workspace) {
       const uid_t me = ::getuid();
       const userns::IdMapPlan ids = userns::planIdMap(me, ::getgid());
-      ASSIGN_OR_RETURN(auto stats, workspace::stage(host_ws.get(), ws_root.get(), {ids.host_uid, ids.host_gid, me == 0}));
+      ASSIGN_OR_RETURN(auto stats, workspace::stage(host_ws.get(), ws_root.get(), {ids.host_uid, ids.host_gid, me == 0},
+                                                         spec.stage_only ? &*spec.stage_only : nullptr));
       (void)stats;
     }
   }

@@ -58,6 +58,13 @@ struct SandboxSpec {
   std::vector<std::string> env;              // complete environment, "K=V"; nothing else passes
   std::optional<std::string> workspace;      // host dir staged in as /workspace; none: empty. An absolute
                                              // path without symlinks (workspace::openHostDir says why)
+  // Staged: only what a runner task declares (its input patterns and outputs, and the
+  // directories they lie in); none: the whole workspace. A spawned task narrower than the
+  // run sees no more than it declares, in its commands as in its read tool.
+  struct StageOnly {
+    std::vector<std::string> inputs, outputs;
+  };
+  std::optional<StageOnly> stage_only;
   std::vector<std::string> outputs;          // workspace-relative, validated by policy::path
   std::vector<RoBind> ro_binds;
   Limits limits;

@@ -40,7 +40,8 @@ Result<UniqueFd> openHostDir(const std::string& path);
 // from fsmount). Regular files (setuid/setgid bits stripped), directories and symlinks (as
 // links, never followed); ENOSPC is reported as the --workspace-size limit. A caller's
 // RLIMIT_FSIZE is an error (EFBIG), not a SIGXFSZ that kills corral.
-Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner);
+// With only, just the files it declares and the directories on their way (SandboxSpec::stage_only).
+Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner, const SandboxSpec::StageOnly* only = nullptr);
 
 // Copies each declared output from the tmpfs back into host_dir (a directory fd), all or
 // none. Each source is opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "policy/manifest.h"
 #include "sandbox/file_copy.h"
 #include "sandbox/workspace.h"
 
@@ -113,7 +114,7 @@ std::string join(const std::string& rel, const char* name) { return rel.empty() 
 
 class Stager {
  public:
-  explicit Stager(const Owner& owner) : owner_(owner) {}
+  Stager(const Owner& owner, const SandboxSpec::StageOnly* only) : owner_(owner), only_(only) {}
   // Also the way out of an exception in the walk: the copier must not wait for more batches.
   ~Stager() {
     {
@@ -137,6 +138,7 @@ class Stager {
   void fail(Error e);
 
   const Owner owner_;
+  const SandboxSpec::StageOnly* only_;  // null: the whole tree
   std::mutex mu_;
   std::condition_variable cv_;  // a batch was queued, or the walk ended
   std::deque<Batch> queue_;     // guarded by mu_
@@ -234,6 +236,9 @@ Result<void> Stager::walk(const std::shared_ptr<const DirPair>& dir, int depth, 
     const std::string path = join(rel, e->d_name);
     struct stat st;
     if (::fstatat(dir->src.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) return sysError("--workspace: stat " + path);
+    if (only_ && !(S_ISDIR(st.st_mode) ? policy::mayDeclareBelow(only_->inputs, only_->outputs, path)
+                                        : policy::declaresFile(only_->inputs, only_->outputs, path)))
+      continue;  // not the task's to see
     if (S_ISDIR(st.st_mode)) {
       auto sub = std::make_shared<DirPair>();
       sub->src = UniqueFd(::openat(dir->src.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -282,10 +287,10 @@ Result<StageStats> Stager::run(int src_root, int dst_root) {
 
 }  // namespace
 
-Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner) {
+Result<StageStats> stage(int host_dir, int ws_root, const Owner& owner, const SandboxSpec::StageOnly* only) {
   IgnoreSigxfsz quiet;
   ASSIGN_OR_RETURN(OwnerScope as, OwnerScope::enter(owner));
-  Stager stager(owner);
+  Stager stager(owner, only);
   return stager.run(host_dir, ws_root);
 }
 

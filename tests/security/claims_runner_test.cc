@@ -199,6 +199,32 @@ TEST(RunnerToolCallsGated, ARecordThatCouldNotBeSealedIsRefusedBeforeAnythingIsA
   }
 }
 
+// A spawned task that narrowed its inputs saw, in its commands, everything the run staged:
+// its read tool refused secret.txt while `python3 list.py` printed it.
+TEST(RunnerToolCallsGated, ASpawnedTaskSeesInItsCommandsOnlyWhatItDeclares) {
+  RunFixture f;
+  f.manifest["outputs"] = {"out.txt", "report.txt"};
+  f.ws.write("a.txt", "public\n");
+  f.ws.write("secret.txt", "SENTINEL_PARENT_ONLY\n");
+  f.ws.write("list.py",
+             "import os\nnames = sorted(os.listdir('/workspace'))\n"
+             "try:\n    leaked = open('/workspace/secret.txt').read()\nexcept OSError:\n    leaked = 'none'\n"
+             "open('report.txt', 'w').write(repr(names) + ' ' + leaked)\n");
+  const json scope = {{"inputs", {"a.txt", "list.py"}}, {"outputs", {"report.txt"}}};
+  f.reply({call("spawn", {{"task", "list"}, {"scope", scope}})});
+  f.reply({call("finish", {{"summary", "root"}})});
+  f.reply({call("read", {{"path", "secret.txt"}}), call("run", {{"command", "python3"}, {"args", {"list.py"}}})});
+  f.reply({call("finish", {{"summary", "child"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_GE(calls.size(), 4u);
+  EXPECT_TRUE(refusedWith(calls, 2, "not-declared")) << "the child's read tool";
+  EXPECT_EQ(f.ws.read("report.txt"), "['a.txt', 'list.py'] none")
+      << claim("runner.tool-calls-gated", "a spawned task's command saw files outside its declared inputs");
+  EXPECT_EQ(f.ws.read("report.txt").find("SENTINEL_PARENT_ONLY"), std::string::npos);
+}
+
 TEST(RunnerToolCallsGated, Control_ApplyWritesAndRunsInASandbox) {
   RunFixture f;
   f.ws.write("whoami.py",
@@ -449,6 +475,26 @@ TEST(RunnerBudgetsEnforced, CommandTimeoutAndOutputCap) {
   EXPECT_EQ(calls[0]["killed_by"], "timeout") << claim("runner.budgets-enforced", "command_timeout") << calls[0].dump();
   EXPECT_EQ(calls[1]["stdout_bytes"], 5000000);
   EXPECT_EQ(calls[1]["stdout_truncated"], true);
+}
+
+// A read past max_output_bytes is a refusal with its rule, counted as one; at the cap it is
+// allowed (it was traced "allow" with an error, and the counters said no refusal).
+TEST(RunnerBudgetsEnforced, AReadOverTheOutputCapIsARefusal) {
+  RunFixture f;
+  f.manifest["budgets"]["max_output_bytes"] = 10;
+  f.ws.write("ten.txt", "0123456789");
+  f.ws.write("eleven.txt", "0123456789A");
+  f.reply({call("read", {{"path", "ten.txt"}}), call("read", {{"path", "eleven.txt"}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["decision"], "allow") << calls[0].dump();
+  EXPECT_TRUE(refusedWith(calls, 1, "budget.max_output_bytes")) << claim("runner.budgets-enforced", "max_output_bytes on read");
+  const auto end = f.entries("run_end");
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end[0]["refusals"], 1) << end[0].dump();
 }
 
 TEST(RunnerBudgetsEnforced, LoopsAndPendingTasksAreCapped) {
