@@ -3,7 +3,9 @@
 #include "sandbox/workspace.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,9 +63,10 @@ struct Pending {
   std::string name;  // rel's last component
   UniqueFd data;     // phase 2: the copy, an unnamed O_TMPFILE inode where the file system has them
   std::string tmp;   // its temp name in parent, once it has one
-  bool placed = false;    // phase 3: renamed into place
-  bool had_old = false;   // phase 3: an old file was exchanged out, and now sits at tmp
-  bool undoable = false;  // phase 3: placed in a way unplace() can take back
+  bool placed = false;     // phase 3: in place
+  bool had_old = false;    // phase 3: an old file was there, and now sits at tmp
+  bool exchanged = false;  // phase 3: by RENAME_EXCHANGE (else renamed aside, then in)
+  bool keep_tmp = false;   // the old file could not be put back: never delete it
 };
 
 std::string lastComponent(const std::string& rel) {
@@ -77,6 +80,14 @@ std::string tempName() {
   char tmp[64];
   std::snprintf(tmp, sizeof(tmp), ".corral-out-%016llx", static_cast<unsigned long long>(rnd));
   return tmp;
+}
+
+// chattr +a or +i on the entry (FS_IOC_GETFLAGS); a file system without the flags has none.
+bool lockedByAttributes(int dir, const char* name, int flags) {
+  UniqueFd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC | flags));
+  int attrs = 0;
+  if (!fd.valid() || ::ioctl(fd.get(), FS_IOC_GETFLAGS, &attrs) != 0) return false;
+  return (attrs & (FS_APPEND_FL | FS_IMMUTABLE_FL)) != 0;
 }
 
 // Phase 1, changing nothing on the host: the source is a regular file with one link beneath
@@ -118,17 +129,33 @@ void check(int ws_root, int host_root, Pending& p) {
     const std::string comp = rel.substr(start, slash - start);
     UniqueFd next(openBeneath(dir.get(), comp.c_str(), O_PATH | O_DIRECTORY));
     if (!next.valid()) {
-      if (errno == ENOENT) break;  // created in phase 2, with everything below it
-      r.reason = "host directory " + comp + ": " + std::strerror(errno);
+      if (errno != ENOENT) {
+        r.reason = "host directory " + comp + ": " + std::strerror(errno);
+        return;
+      }
+      r.status = OutputResult::Status::kCopied;  // the rest is made in phase 2, nothing in the way
       return;
     }
     dir = std::move(next);
     start = slash + 1;
   }
-  struct stat existing;
-  if (::fstatat(dir.get(), lastComponent(rel).c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(existing.st_mode)) {
-    r.reason = "a directory is in the way on the host";
+  // An append-only or immutable directory or target would let phase 3 name a temp file it
+  // could then neither rename nor remove: refused here, before anything is written.
+  if (lockedByAttributes(dir.get(), ".", O_DIRECTORY)) {
+    r.reason = "the host directory is append-only or immutable";
     return;
+  }
+  struct stat existing;
+  const std::string name = lastComponent(rel);
+  if (::fstatat(dir.get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(existing.st_mode)) {
+      r.reason = "a directory is in the way on the host";
+      return;
+    }
+    if (S_ISREG(existing.st_mode) && lockedByAttributes(dir.get(), name.c_str(), O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)) {
+      r.reason = "the file on the host is append-only or immutable";
+      return;
+    }
   }
   r.status = OutputResult::Status::kCopied;  // so far: phases 2 and 3 may still refuse it
 }
@@ -140,8 +167,9 @@ void refuse(OutputResult& r, std::string why) {
 }
 
 // Phase 2: the data goes into an unnamed O_TMPFILE inode beside the target, whole and synced,
-// and stays unnamed until phase 3: corral killed now leaves nothing behind (the inodes are
-// freed). File systems without O_TMPFILE get a named temp file from the start.
+// and stays unnamed until phase 3: corral killed now leaves no file behind (the inodes are
+// freed; directories made for them may stay). File systems without O_TMPFILE get a named
+// temp file from the start.
 void copyToTemp(int host_root, Pending& p, std::vector<MadeDir>& made) {
   OutputResult& r = p.result;
   auto parent = hostParent(host_root, r.path, made);
@@ -162,61 +190,86 @@ void copyToTemp(int host_root, Pending& p, std::vector<MadeDir>& made) {
   r.bytes = static_cast<uint64_t>(p.st.st_size);
 }
 
-// Undoes a placed output: the old file swapped back, or the new one removed. A plain rename
-// (no RENAME_EXCHANGE on that file system) replaced the old file for good: it stays.
-void unplace(Pending& p) {
-  const int dir = p.parent.get();
-  if (p.undoable && p.had_old) (void)::renameat2(dir, p.tmp.c_str(), dir, p.name.c_str(), RENAME_EXCHANGE);
-  else if (p.undoable) (void)::unlinkat(dir, p.name.c_str(), 0);
-  p.placed = p.had_old = p.undoable = false;
+void dropTemp(Pending& p) {
+  p.data.reset();  // closed first: some file systems (FUSE) keep an unlinked open file as a hidden name
+  if (!p.tmp.empty() && !p.keep_tmp) ::unlinkat(p.parent.get(), p.tmp.c_str(), 0);
+  p.tmp.clear();
 }
 
-// Phase 3, one output: named (if it was unnamed), then swapped with what was at the target
-// (RENAME_EXCHANGE: the old file moves to the temp name, so it can be put back) or, with no
-// old file, renamed there without replacing anything. A file system without RENAME_EXCHANGE
-// gets a plain rename, which cannot be undone.
+// Undoes a placed output: the old file put back, or the new name removed. If the old file
+// cannot be put back it stays under its temp name rather than be deleted, and the result says so.
+void unplace(Pending& p) {
+  const int dir = p.parent.get();
+  if (!p.placed) return;
+  if (!p.had_old) {
+    (void)::unlinkat(dir, p.name.c_str(), 0);
+  } else {
+    const bool back = p.exchanged ? ::renameat2(dir, p.tmp.c_str(), dir, p.name.c_str(), RENAME_EXCHANGE) == 0
+                                  : ::renameat(dir, p.tmp.c_str(), dir, p.name.c_str()) == 0;
+    if (!back) {
+      p.keep_tmp = true;
+      p.result.reason += " (the host's old file could not be put back: it is kept as " + p.tmp + ")";
+    } else if (!p.exchanged) {
+      p.tmp.clear();  // the old file is back at its name; the new one was replaced by it
+    }
+  }
+  p.placed = p.had_old = p.exchanged = false;
+}
+
+// Phase 3, one output. With nothing at the target the new file is linked there: that never
+// replaces anything and works on every file system (FUSE and NFS refuse renameat2's flags).
+// Over an existing file it is swapped in with RENAME_EXCHANGE, the old file going to the temp
+// name; where that flag is refused, the old file is first renamed aside, then the new one
+// renamed in. Either way the old file can be put back until the end.
 bool place(Pending& p) {
+  const int dir = p.parent.get();
+  auto fail = [&p](const char* what, int err) {
+    refuse(p.result, std::string(what) + std::strerror(err));
+    return false;
+  };
+  struct stat st {};
+  if (::fstatat(dir, p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+    const std::string self = "/proc/self/fd/" + std::to_string(p.data.get());
+    const int rc = p.tmp.empty() ? ::linkat(AT_FDCWD, self.c_str(), dir, p.name.c_str(), AT_SYMLINK_FOLLOW)
+                                 : ::linkat(dir, p.tmp.c_str(), dir, p.name.c_str(), 0);
+    if (rc == 0) {
+      p.placed = true;
+      dropTemp(p);  // a named temp (no O_TMPFILE here) has done its work
+      return true;
+    }
+    if (errno != EEXIST) return fail("write on host: ", errno);
+    // Something was put there meanwhile: replaced below, as any old file is.
+  }
   if (p.tmp.empty()) {
     const std::string tmp = tempName();
     const std::string self = "/proc/self/fd/" + std::to_string(p.data.get());
-    if (::linkat(AT_FDCWD, self.c_str(), p.parent.get(), tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) {
-      refuse(p.result, std::string("write on host: ") + std::strerror(errno));
-      return false;
-    }
+    if (::linkat(AT_FDCWD, self.c_str(), dir, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) return fail("write on host: ", errno);
     p.tmp = tmp;
   }
-  const int dir = p.parent.get();
   if (::renameat2(dir, p.tmp.c_str(), dir, p.name.c_str(), RENAME_EXCHANGE) == 0) {
-    p.placed = p.had_old = p.undoable = true;
-    // Phase 1 saw no directory there; one put there since would be swapped out whole (a
-    // rename over it would have failed): put it back and refuse.
-    struct stat old {};
-    if (::fstatat(dir, p.tmp.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode)) {
-      unplace(p);
-      refuse(p.result, "a directory is in the way on the host");
-      return false;
+    p.placed = p.had_old = p.exchanged = true;
+  } else if (errno == EINVAL) {
+    const std::string aside = tempName();
+    if (::renameat(dir, p.name.c_str(), dir, aside.c_str()) != 0) return fail("rename on host: ", errno);
+    if (::renameat(dir, p.tmp.c_str(), dir, p.name.c_str()) != 0) {
+      const int err = errno;
+      (void)::renameat(dir, aside.c_str(), dir, p.name.c_str());
+      return fail("rename on host: ", err);
     }
-    return true;
+    p.tmp = aside;  // now the old file
+    p.placed = p.had_old = true;
+  } else {
+    return fail("rename on host: ", errno);
   }
-  int err = errno;
-  if (err == ENOENT && ::renameat2(dir, p.tmp.c_str(), dir, p.name.c_str(), RENAME_NOREPLACE) == 0) {
-    p.placed = p.undoable = true;
-    p.tmp.clear();
-    return true;
+  // Phase 1 saw no directory there; one put there since would now sit at the temp name (a
+  // plain rename over it would have failed): put it back and refuse.
+  struct stat old {};
+  if (::fstatat(dir, p.tmp.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode)) {
+    unplace(p);
+    refuse(p.result, "a directory is in the way on the host");
+    return false;
   }
-  if (err == EINVAL && ::renameat(dir, p.tmp.c_str(), dir, p.name.c_str()) == 0) {
-    p.placed = true;
-    p.tmp.clear();
-    return true;
-  }
-  if (err == ENOENT || err == EINVAL) err = errno;
-  refuse(p.result, std::string("rename on host: ") + std::strerror(err));
-  return false;
-}
-
-void dropTemp(Pending& p) {
-  if (!p.tmp.empty()) ::unlinkat(p.parent.get(), p.tmp.c_str(), 0);
-  p.tmp.clear();
+  return true;
 }
 
 bool refused(const Pending& p) { return p.result.status == OutputResult::Status::kRefused; }
@@ -230,12 +283,17 @@ void withholdAllBut(std::vector<Pending>& all, std::vector<MadeDir>& made) {
       first = p.result.path;
       break;
     }
-  for (Pending& p : all) {
-    if (p.placed) unplace(p);
+  // Undone last first: two outputs naming one host entry (a case-insensitive file system)
+  // come back in the order they went.
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    Pending& p = *it;
+    const bool copying = p.result.status == OutputResult::Status::kCopied;
+    if (copying) p.result.reason.clear();
+    unplace(p);  // may note that an old file could not be put back
     dropTemp(p);
-    if (p.result.status != OutputResult::Status::kCopied) continue;
+    if (!copying) continue;
     p.result.status = OutputResult::Status::kWithheld;
-    p.result.reason = "not copied: --output " + first + " was refused, and outputs are copied all or none";
+    p.result.reason = "not copied: --output " + first + " was refused, and outputs are copied all or none" + p.result.reason;
     p.result.bytes = 0;
   }
   // Directories copy-back made, deepest first; one that is not empty is left as it is.
