@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "sandbox/caps.h"
 #include "sandbox/job_signals.h"
@@ -256,12 +257,20 @@ void runInit(const Context& ctx) {
   // saw one Ctrl-C twice (2 launches in 5 here). Signals reach init through corral only.
   ::setpgid(0, 0);
   // One that reached the group before this is pending here (init inherits corral's mask, which
-  // blocks them), and corral has its own copy to forward: drop init's (SIG_IGN discards a
-  // pending signal). Init installs its forwarding handlers later.
-  for (int sig : kForwarded) {
-    ::signal(sig, SIG_IGN);
-    ::signal(sig, SIG_DFL);
-  }
+  // blocks them), and corral has its own copy to forward: init's copy is dropped. What corral
+  // has already forwarded (marked kForwardedByCorral) is kept: on a busy machine init may run
+  // its first instruction after corral sent "go" and a signal (a background job's SIGTTIN was
+  // lost so, and the sandbox ran on while corral stopped). Init handles them later.
+  sigset_t forwarded;
+  sigemptyset(&forwarded);
+  for (int sig : kForwarded) sigaddset(&forwarded, sig);
+  int keep[std::size(kForwarded)];
+  size_t kept = 0;
+  const timespec now{0, 0};
+  siginfo_t si;
+  for (int sig; (sig = ::sigtimedwait(&forwarded, &si, &now)) > 0;)
+    if (si.si_code == SI_QUEUE && si.si_value.sival_int == kForwardedByCorral && kept < std::size(keep)) keep[kept++] = sig;
+  for (size_t i = 0; i < kept; ++i) ::kill(::getpid(), keep[i]);  // pending again, still blocked
   // cgroup v1 has no CLONE_INTO_CGROUP: init moves itself in through files the parent
   // opened, before it runs anything else, so no untrusted code ever runs outside the cgroup.
   // (A thread moving itself skips the global lock a parent-side attach waits on: ~0.05 ms

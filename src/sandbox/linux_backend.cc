@@ -407,11 +407,11 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     }
     relay.onReady(fds, kRelay);
     bool stop_now = relay.takeBackgroundRead();  // the terminal is another job's: as SIGTTIN would
-    if (stop_now) ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), SIGTTIN, nullptr, 0);
+    if (stop_now) forwardToInit(child_pidfd.get(), SIGTTIN);
     if (fds[kSignals].revents & POLLIN) {
       signalfd_siginfo si;
       while (::read(forwarder.fd(), &si, sizeof(si)) == sizeof(si)) {
-        ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), si.ssi_signo, nullptr, 0);
+        forwardToInit(child_pidfd.get(), static_cast<int>(si.ssi_signo));
         stop_now = stop_now || isJobStop(static_cast<int>(si.ssi_signo));
       }
     }

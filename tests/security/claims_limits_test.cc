@@ -183,8 +183,10 @@ TEST(LimitsTimeout, ACtrlZStopsTheWholeSandboxAndTheDeadlineHoldsOnceContinued) 
 // (`corral exec ... &`) with the terminal as stdin reads it once input waits there. That stopped corral
 // by SIGTTIN and leave the sandbox running; now the job stops whole, and runs to its deadline
 // once brought to the foreground.
-TEST(LimitsTimeout, ABackgroundJobReadingTheTerminalStopsWholeAndTheDeadlineHoldsInTheForeground) {
-  const std::string driver = R"PY(
+// Drives `corral ... &` in a job-control session on a pseudo-terminal whose input waits for
+// it: prints whether corral stopped, the state of the sandbox's processes, then the exit status
+// once corral is brought to the foreground and continued.
+const char kBackgroundJobDriver[] = R"PY(
 import fcntl, os, pty, signal, sys, termios, time
 corral = sys.argv[1:]
 m, s = pty.openpty()
@@ -246,11 +248,47 @@ while True:
         break
 os.waitpid(leader, 0)
 )PY";
-  std::vector<std::string> argv = {"/usr/bin/python3", "-c", driver};
+
+RunResult runBackgroundJob(const std::vector<std::string>& prefix = {}) {
+  std::vector<std::string> argv = prefix;
+  for (const std::string& a : {std::string("/usr/bin/python3"), std::string("-c"), std::string(kBackgroundJobDriver)}) argv.push_back(a);
   for (const std::string& a : corralArgv({"--timeout", "2s"}, {"/bin/sh", "-c", "sleep 30"}, false)) argv.push_back(a);
-  RunResult r = run(argv, RunOptions{.deadline = std::chrono::milliseconds(40'000)});
+  return run(argv, RunOptions{.deadline = std::chrono::milliseconds(40'000)});
+}
+
+TEST(LimitsTimeout, ABackgroundJobReadingTheTerminalStopsWholeAndTheDeadlineHoldsInTheForeground) {
+  RunResult r = runBackgroundJob();
   EXPECT_EQ(r.out, "corral stopped\ncommand T\nthen 124\n")
       << claim("limits.timeout", "a background corral stopped by the terminal left its command running") << r.describe();
+}
+
+// The same when init starts late: corral reads the terminal, forwards SIGTTIN and stops itself
+// before init has run at all (one CPU, busy). Init used to drop every signal pending at its
+// start as a stray copy of one sent to corral's group, this one too, and the sandbox ran on.
+TEST(LimitsTimeout, ABackgroundJobStopsWholeEvenWhenInitStartsLate) {
+  if (::access("/usr/bin/taskset", X_OK) != 0) GTEST_SKIP() << "taskset not installed";
+  std::vector<pid_t> spinners;  // one busy loop on the CPU corral and init share
+  for (int i = 0; i < 1; ++i) {
+    pid_t p = ::fork();
+    if (p == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(0, &one);
+      ::sched_setaffinity(0, sizeof one, &one);
+      for (;;) {
+      }
+    }
+    spinners.push_back(p);
+  }
+  int stopped_whole = 0;
+  constexpr int kRounds = 5;
+  for (int i = 0; i < kRounds; ++i)
+    if (runBackgroundJob({"/usr/bin/taskset", "-c", "0"}).out == "corral stopped\ncommand T\nthen 124\n") ++stopped_whole;
+  for (pid_t p : spinners) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  EXPECT_EQ(stopped_whole, kRounds) << claim("limits.timeout", "a SIGTTIN forwarded before init ran was dropped");
 }
 
 // The stop goes to one process at a time: a process not stopped yet could SIGCONT one that
