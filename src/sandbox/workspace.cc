@@ -285,8 +285,8 @@ void withholdAllBut(std::vector<Pending>& all, std::vector<MadeDir>& made) {
     }
   // Undone last first: two outputs naming one host entry (a case-insensitive file system)
   // come back in the order they went.
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    Pending& p = *it;
+  for (size_t i = all.size(); i-- > 0;) {
+    Pending& p = all[i];
     const bool copying = p.result.status == OutputResult::Status::kCopied;
     if (copying) p.result.reason.clear();
     unplace(p);  // may note that an old file could not be put back
@@ -297,7 +297,7 @@ void withholdAllBut(std::vector<Pending>& all, std::vector<MadeDir>& made) {
     p.result.bytes = 0;
   }
   // Directories copy-back made, deepest first; one that is not empty is left as it is.
-  for (auto it = made.rbegin(); it != made.rend(); ++it) (void)::unlinkat(it->parent.get(), it->name.c_str(), AT_REMOVEDIR);
+  for (size_t i = made.size(); i-- > 0;) (void)::unlinkat(made[i].parent.get(), made[i].name.c_str(), AT_REMOVEDIR);
 }
 
 }  // namespace
