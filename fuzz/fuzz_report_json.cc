@@ -70,7 +70,7 @@ RunReport fuzzedReport(FuzzedDataProvider& in) {
   for (size_t n = in.ConsumeIntegralInRange<size_t>(0, 10); n > 0; --n) {
     sandbox::OutputResult o;
     o.path = fuzzedString(in);
-    o.status = static_cast<sandbox::OutputResult::Status>(in.ConsumeIntegralInRange(0, 3));
+    o.status = static_cast<sandbox::OutputResult::Status>(in.ConsumeIntegralInRange(0, 4));  // 4: out of range
     o.reason = fuzzedString(in);
     o.bytes = in.ConsumeIntegral<uint64_t>();
     r.outputs.push_back(std::move(o));
@@ -154,7 +154,7 @@ void check(const RunReport& r) {
     checkString(o["reason"], r.outputs[i].reason, "outputs.reason");
     PROPERTY(o["bytes"].get<uint64_t>() == r.outputs[i].bytes, "outputs.bytes changed");
     const std::string status = o["status"].get<std::string>();
-    PROPERTY(status == "copied" || status == "missing" || status == "refused" || status == "?", status);
+    PROPERTY(status == "copied" || status == "missing" || status == "refused" || status == "withheld" || status == "?", status);
   }
   if (!r.error.empty()) checkString(j["error"], r.error, "error");
 }
