@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -23,6 +22,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/random_id.h"
 #include "base/unique_fd.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/child.h"
@@ -108,13 +108,6 @@ std::vector<char*> cArray(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string randomId() {
-  uint64_t r = 0;
-  if (::getrandom(&r, sizeof(r), 0) != sizeof(r)) r = static_cast<uint64_t>(::getpid());
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(r));
-  return buf;
-}
 
 
 struct Outcome {
@@ -219,7 +212,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   std::optional<cgroup::Cgroup> cg;
   if (limits.need_cgroup) {
     cgroup::reapStale(host_cgroups);
-    ASSIGN_OR_RETURN(cgroup::Cgroup created, cgroup::create(limits.cgroup, host_cgroups, randomId()));
+    ASSIGN_OR_RETURN(cgroup::Cgroup created, cgroup::create(limits.cgroup, host_cgroups, randomHex16()));
     cg.emplace(std::move(created));
   }
   timing.mark("cgroup");

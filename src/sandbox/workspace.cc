@@ -6,7 +6,6 @@
 #include <linux/fs.h>
 #include <signal.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <cstring>
 
 #include "base/open_beneath.h"
+#include "base/random_id.h"
 #include "base/unique_fd.h"
 #include "sandbox/file_copy.h"
 
@@ -74,13 +74,7 @@ std::string lastComponent(const std::string& rel) {
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
 }
 
-std::string tempName() {
-  uint64_t rnd = 0;
-  if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<uint64_t>(::getpid());
-  char tmp[64];
-  std::snprintf(tmp, sizeof(tmp), ".corral-out-%016llx", static_cast<unsigned long long>(rnd));
-  return tmp;
-}
+std::string tempName() { return ".corral-out-" + randomHex16(); }
 
 // chattr +a or +i on the entry (FS_IOC_GETFLAGS); a file system without the flags has none.
 bool lockedByAttributes(int dir, const char* name, int flags) {
