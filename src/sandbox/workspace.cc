@@ -222,7 +222,12 @@ bool place(Pending& p) {
     return false;
   };
   struct stat st {};
-  if (::fstatat(dir, p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+  const bool there = ::fstatat(dir, p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (there && S_ISDIR(st.st_mode)) {  // put there since phase 1
+    refuse(p.result, "a directory is in the way on the host");
+    return false;
+  }
+  if (!there && errno == ENOENT) {
     const std::string self = "/proc/self/fd/" + std::to_string(p.data.get());
     const int rc = p.tmp.empty() ? ::linkat(AT_FDCWD, self.c_str(), dir, p.name.c_str(), AT_SYMLINK_FOLLOW)
                                  : ::linkat(dir, p.tmp.c_str(), dir, p.name.c_str(), 0);
@@ -245,6 +250,12 @@ bool place(Pending& p) {
   } else if (errno == EINVAL) {
     const std::string aside = tempName();
     if (::renameat(dir, p.name.c_str(), dir, aside.c_str()) != 0) return fail("rename on host: ", errno);
+    struct stat moved {};
+    if (::fstatat(dir, aside.c_str(), &moved, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(moved.st_mode)) {
+      (void)::renameat(dir, aside.c_str(), dir, p.name.c_str());  // a directory is never moved aside
+      refuse(p.result, "a directory is in the way on the host");
+      return false;
+    }
     if (::renameat(dir, p.tmp.c_str(), dir, p.name.c_str()) != 0) {
       const int err = errno;
       (void)::renameat(dir, aside.c_str(), dir, p.name.c_str());
@@ -255,8 +266,8 @@ bool place(Pending& p) {
   } else {
     return fail("rename on host: ", errno);
   }
-  // Phase 1 saw no directory there; one put there since would now sit at the temp name (a
-  // plain rename over it would have failed): put it back and refuse.
+  // A directory put there in the instant since the check above would now sit at the temp name
+  // (a plain rename over it would have failed): put it back and refuse.
   struct stat old {};
   if (::fstatat(dir, p.tmp.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode)) {
     unplace(p);
