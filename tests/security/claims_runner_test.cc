@@ -1043,16 +1043,21 @@ TEST(AuditRunStepsRecorded, TheCountersAgreeWithTheToolCallsTraced) {
 
 // --- audit.chain-tamper-evident: the workspace's outputs against the record ---
 
+// A run that writes out.txt ("the run's work\n", 15 bytes) and applies it to the workspace.
+void runApplyingOneOutput(RunFixture& f) {
+  f.reply({call("write", {{"path", "out.txt"}, {"content", "the run's work\n"}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+}
+
 // `corral verify` checked the record alone: an output the run applied could be replaced in
 // the workspace afterwards and the record still said "ok". It now compares every output the
 // body says was applied with the workspace (its sha256), beneath the workspace and never
 // through a symlink; --record-only leaves the workspace out.
 TEST(AuditChainTamperEvident, AnAppliedOutputChangedAfterTheRunFailsVerify) {
   RunFixture f;
-  f.reply({call("write", {{"path", "out.txt"}, {"content", "the run's work\n"}})});
-  f.reply({call("finish", {{"summary", "done"}})});
-  RunResult r = f.run();
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_NO_FATAL_FAILURE(runApplyingOneOutput(f));
   auto verify = [&](std::vector<std::string> extra = {}) {
     std::vector<std::string> argv = {corralBin(), "verify", f.ws.path()};
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -1083,10 +1088,7 @@ TEST(AuditChainTamperEvident, AnAppliedOutputChangedAfterTheRunFailsVerify) {
 // sparse terabyte fails on its size, unread (hashing it would take an hour of zeros).
 TEST(AuditChainTamperEvident, AnOutputGrownAfterTheRunFailsOnItsSizeWithoutBeingRead) {
   RunFixture f;
-  f.reply({call("write", {{"path", "out.txt"}, {"content", "the run's work\n"}})});
-  f.reply({call("finish", {{"summary", "done"}})});
-  RunResult r = f.run();
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_NO_FATAL_FAILURE(runApplyingOneOutput(f));
   const nlohmann::json body = nlohmann::json::parse(f.ws.read(".corral/result.json"))["body"];
   ASSERT_EQ(body["outputs"][0].value("bytes", uint64_t{0}), 15u) << "the body records the size copied back";
 
