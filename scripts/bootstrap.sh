@@ -10,6 +10,8 @@ packages=(
   libssl-dev libcap-dev libcurl4-openssl-dev libidn2-dev libunistring-dev libboost-dev
   bubblewrap crun util-linux iproute2 python3 curl git strace openssl
   clang-14 libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
+  # make release / test-release (issue 25): packaging, its checks, and the clean install root
+  dpkg-dev lintian mmdebstrap man-db groff-base systemd node-spdx-license-ids node-spdx-exceptions
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)

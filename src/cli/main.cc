@@ -15,6 +15,8 @@
 #include "cli/run.h"
 #include "cli/usage.h"
 #include "cli/verify.h"
+#include "cli/verify_release.h"
+#include "cli/version.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
   if (cmd == "claims") return claimsMain(argc - 1, argv + 1);
   if (cmd == "verify") return verifyMain(rest);
   if (cmd == "keygen") return keygenMain(rest);
+  if (cmd == "version" || cmd == "--version") return versionMain(rest);
+  if (cmd == "verify-release") return verifyReleaseMain(rest);
   std::fprintf(stderr, "corral: internal error: no handler for a known command\n");
   return 125;
 }

@@ -20,9 +20,11 @@ constexpr const char* kUsage =
     "  verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
     "                                    check a workspace's .corral audit record\n"
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
-    "  version                           print the version\n";
+    "  verify-release DIR --public-key PEM\n"
+    "                                    check a release's signed SHA256SUMS and the files it lists\n"
+    "  version [--json]                  print the version (--json: commit, build, libraries, SBOM hash)\n";
 
-constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen"};
+constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "version", "verify-release"};
 
 }  // namespace
 
@@ -35,10 +37,7 @@ std::optional<int> answerWithoutRunning(int argc, char** argv) {
   for (std::string_view known : kSubcommands) {
     if (cmd == known) return std::nullopt;
   }
-  if (cmd == "version" || cmd == "--version") {
-    std::puts("corral 0.1.0");
-    return 0;
-  }
+  if (cmd == "--version") return std::nullopt;  // corral-core's `version` answers (cli/version.cc)
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
     return 0;
