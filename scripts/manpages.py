@@ -54,7 +54,8 @@ def parse_commands(top_help):
             commands[-1][2] = (commands[-1][2] + " " + line.strip()).strip()
     if not commands:
         sys.exit("manpages: `corral --help` lists no commands")
-    return [tuple(c) for c in commands]
+    # "(corral exec --help)" points a terminal user at the page this becomes: not in NAME.
+    return [(n, syn, re.sub(r"\s*\(corral \S+ --help\)", "", summary)) for n, syn, summary in commands]
 
 
 def subwords(name, text):

@@ -82,6 +82,8 @@ python3 "$src/scripts/manpages.py" --corral "$stage/usr/bin/corral-core" --out "
   --date "$(date -u -d "@$SOURCE_DATE_EPOCH" +%F)"
 install -d "$stage/usr/share/man/man1"
 for page in "$gen"/man1/*.1; do gzip -9n <"$page" >"$stage/usr/share/man/man1/$(basename "$page").gz"; done
+# corral-core is corral's other half (cli/launcher.cc): its page is corral's.
+printf '.so man1/corral.1\n' | gzip -9n >"$stage/usr/share/man/man1/corral-core.1.gz"
 install -D -m 0644 "$gen/bash/corral" "$stage/usr/share/bash-completion/completions/corral"
 install -D -m 0644 "$gen/zsh/_corral" "$stage/usr/share/zsh/vendor-completions/_corral"
 install -D -m 0644 "$src/packaging/systemd/corral.service" "$stage/lib/systemd/system/corral.service"

@@ -20,7 +20,7 @@ root=$tmp/root
 if [[ ! -s $tarball ]]; then
   echo "install test: building the clean root once (mmdebstrap bookworm minbase), cached in $tarball"
   mkdir -p "$cache"
-  if ! mmdebstrap --quiet --variant=minbase --include=man-db bookworm "$tarball.part" >"$tmp/mmdebstrap.log" 2>&1; then
+  if ! mmdebstrap --quiet --format=tar --variant=minbase --include=man-db bookworm "$tarball.part" >"$tmp/mmdebstrap.log" 2>&1; then
     tail -5 "$tmp/mmdebstrap.log"
     fail Install.CleanRoot "mmdebstrap failed ($(tail -1 "$tmp/mmdebstrap.log"))"
     totals
