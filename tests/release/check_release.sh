@@ -37,7 +37,7 @@ check Package.LintianClean sh -c "lintian --fail-on error,warning '$deb'"
 check Package.DependsFromShlibdeps sh -c "dpkg-deb -f '$deb' Depends | grep -q 'libc6 (>= '"
 check Package.HasEveryPath sh -c "dpkg-deb -c '$deb' | awk '{print \$6}' > '$tmp/list' && for p in ./usr/bin/corral ./usr/bin/corral-core ./usr/share/man/man1/corral.1.gz ./usr/share/bash-completion/completions/corral ./usr/share/zsh/vendor-completions/_corral ./lib/systemd/system/corral.service ./usr/lib/systemd/user/corral.service ./usr/share/doc/corral/copyright ./usr/share/doc/corral/README.md ./usr/share/doc/corral/SECURITY.md ./usr/share/doc/corral/docs/install.md; do grep -qx \"\$p\" '$tmp/list' || { echo \"missing \$p\"; exit 1; }; done"
 check Package.RootOwnedFiles sh -c "! dpkg-deb -c '$deb' | awk '{print \$2}' | grep -v '^root/root$'"
-check Tarball.SameFilesAsDeb sh -c "tar -tzf '$tarball' | sed -e 's,^corral-$version-linux-amd64/,./,' -e 's,/\$,,' | grep -v '^\./\$' | sort > '$tmp/t' && dpkg-deb -c '$deb' | awk '{print \$6}' | sed 's,/\$,,' | grep -v '^\.\$' | sort > '$tmp/d.txt' && diff '$tmp/d.txt' '$tmp/t'"
+check Tarball.SameFilesAsDeb sh -c "tar -tzf '$tarball' | sed -e 's,^corral-$version-linux-amd64/,./,' -e 's,/\$,,' | grep -v '^\.\$' | sort > '$tmp/t' && dpkg-deb -c '$deb' | awk '{print \$6}' | sed 's,/\$,,' | grep -v '^\.\$' | sort > '$tmp/d.txt' && diff '$tmp/d.txt' '$tmp/t'"
 
 # systemd units: each must verify with no message at all. systemd-analyze checks that
 # ExecStart's binary exists and is executable, so the copy points at the package's own.
