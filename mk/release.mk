@@ -12,7 +12,9 @@ RELEASE_KEY ?=
 
 .PHONY: release test-release
 
+# $(error) prints one line and stops: no make noise after the message that says what to do.
 release: bootstrap
+	$(if $(RELEASE_KEY),,$(error no signing key: run make release RELEASE_KEY=/path/to/release-ed25519-private.pem (make a pair with: corral keygen --out DIR)))
 	@scripts/release.sh --key "$(RELEASE_KEY)" --out $(RELEASE_OUT)
 
 test-release: build

@@ -24,4 +24,5 @@ refuses() {
   fi
   pass "$name"
 }
-totals() { echo "release tests: $passed passed, $failed failed, $skipped skipped"; ((failed == 0)); }
+# Per script; run.sh prints the one "N passed, N failed" line for the whole of test-release.
+totals() { echo "$(basename "$0"): PASS $passed, FAIL $failed, SKIP $skipped"; ((failed == 0)); }

@@ -11,6 +11,8 @@ tmp=$(mktemp -d /var/tmp/corral-test-release.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
 status=0
+# Every line also goes to a log, so the end can count the PASS/FAIL/SKIP lines of all parts.
+exec > >(tee "$tmp/all.log") 2>&1
 
 "$build/corral" keygen --out "$tmp/key" >/dev/null || { echo "test-release: corral keygen failed"; exit 1; }
 priv=$tmp/key/audit-ed25519-private.pem pub=$tmp/key/audit-ed25519-public.pem
@@ -23,10 +25,17 @@ else
   echo "FAIL Release.NoKeyStopsWithOneLine: exit $rc: $err"; status=1
 fi
 
+err=$(cd "$top" && make --no-print-directory release RELEASE_KEY= RELEASE_OUT="$tmp/none" 2>&1 >/dev/null); rc=$?
+if ((rc != 0)) && [[ $(wc -l <<<"$err") -eq 1 && $err == *RELEASE_KEY=* ]]; then
+  echo "PASS Release.MakeReleaseWithoutKeyStopsWithOneLine"
+else
+  echo "FAIL Release.MakeReleaseWithoutKeyStopsWithOneLine: exit $rc: $err"; status=1
+fi
+
 if ! "$top/scripts/release.sh" --key "$priv" --out "$tmp/dist" >"$tmp/release.log" 2>&1; then
   tail -15 "$tmp/release.log"
   echo "FAIL Release.Builds: scripts/release.sh failed"
-  echo "release tests: 0 passed, 1 failed"
+  echo "test-release: 0 passed, 1 failed"
   exit 1
 fi
 echo "PASS Release.Builds ($(($(date +%s) - t0)) s)"
@@ -41,5 +50,7 @@ if [[ ${CORRAL_SKIP_REPRODUCIBLE:-} == 1 ]]; then
 else
   "$here/reproducible.sh" "$tmp/dist" "$priv" || status=1
 fi
-echo "test-release: $(($(date +%s) - t0)) s in all, $([[ $status == 0 ]] && echo ok || echo FAILED)"
-exit $status
+echo "test-release: took $(($(date +%s) - t0)) s"
+count() { grep -c "^$1 " "$tmp/all.log"; }
+echo "test-release: $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped"
+((status == 0 && $(count FAIL) == 0))
