@@ -48,9 +48,32 @@ tarball=$name-linux-amd64.tar.gz
 sbom=$name.spdx.json
 echo "release: corral $version from $commit (SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH) in $work"
 
-rm -rf "$src" "$stage" "$gen"
-mkdir -p "$src" "$stage" "$gen" "$out"
-git archive --format=tar "$tree" | tar -x -C "$src"
+rm -rf "$stage" "$gen" "$src.new"
+mkdir -p "$src" "$src.new" "$stage" "$gen" "$out"
+git archive --format=tar "$tree" | tar -x -C "$src.new"
+# Into $src, touching only what changed: git archive stamps every file with the commit's
+# time, which would make ninja rebuild everything in a folder that built an older commit.
+python3 - "$src.new" "$src" <<'PY'
+import filecmp, os, shutil, sys
+new, old = sys.argv[1], sys.argv[2]
+for d, dirs, files in os.walk(old, topdown=False):
+    for n in files + dirs:
+        p = os.path.join(d, n)
+        if not os.path.lexists(os.path.join(new, os.path.relpath(p, old))):
+            shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+for d, dirs, files in os.walk(new):
+    os.makedirs(os.path.join(old, os.path.relpath(d, new)), exist_ok=True)
+    for n in files:
+        a = os.path.join(d, n)
+        b = os.path.join(old, os.path.relpath(a, new))
+        if os.path.islink(a) or os.path.islink(b) or not os.path.exists(b) or not filecmp.cmp(a, b, shallow=False):
+            if os.path.lexists(b):
+                os.unlink(b)
+            shutil.copy2(a, b, follow_symlinks=False) if os.path.islink(a) else shutil.copyfile(a, b)
+            if not os.path.islink(a):
+                shutil.copymode(a, b)
+PY
+rm -rf "$src.new"
 
 # The SBOM first: its SHA-256 is compiled into `corral version --json`.
 sbom_sha=$(python3 "$src/scripts/release-sbom.py" generate --packages "$src/packaging/sbom-packages.txt" \
