@@ -44,6 +44,7 @@ class ProxyEgress final : public ExecEgress {
     net::EgressConfig config;
     config.tag = runTag();
     config.grants = inv.allow;
+    config.internal = inv.internal;
     config.sandbox_port = inv.spec.proxy.port;
     events_file_ = std::move(wiring.events_file);
     config.on_event = [this](const net::ConnectionEvent& e) {

@@ -81,6 +81,17 @@ Result<void> onAllow(State& s, std::string_view opt, std::string_view v) {
   return {};
 }
 
+// A CIDR holds no secret, so it is echoed; a duplicate is a typo worth naming.
+Result<void> onAllowInternal(State& s, std::string_view opt, std::string_view v) {
+  auto cidr = policy::egress::parseCidr(v);
+  if (!cidr) return invalid(std::string(opt) + ": " + cidr.error().message());
+  auto& internal = s.inv.internal;
+  if (std::find(internal.begin(), internal.end(), *cidr) != internal.end())
+    return invalid(std::string(opt) + " " + cidr->text() + ": given twice");
+  internal.push_back(*cidr);
+  return {};
+}
+
 // NAME=ENVVAR@URL[;opts]: names where the secret is, never the secret itself.
 Result<void> onCredential(State& s, std::string_view, std::string_view v) {
   ASSIGN_OR_RETURN(net::LeaseSpec spec, net::parseCredentialFlag(v));
@@ -220,11 +231,12 @@ struct Option {
   Handler handle;
 };
 
-constexpr std::array<Option, 22> kOptions = {{
+constexpr std::array<Option, 23> kOptions = {{
     {"--workspace", true, false, onWorkspace},
     {"--output", true, true, onOutput},
     {"--net", true, false, onNet},
     {"--allow", true, true, onAllow},
+    {"--allow-internal", true, true, onAllowInternal},
     {"--credential", true, true, onCredential},
     {"--lease-ca", true, false, onLeaseCa},
     {"--env", true, true, onEnv},
@@ -267,7 +279,10 @@ Result<void> checkNetwork(const State& s) {
   if (!s.inv.net_proxy) {
     if (!s.inv.allow.empty()) return invalid("--allow needs --net proxy");
     if (!s.inv.credentials.empty()) return invalid("--credential needs --net proxy");
+    if (!s.inv.internal.empty()) return invalid("--allow-internal needs --net proxy");
   }
+  // A CIDR opens nothing by itself: it only widens where granted names may resolve.
+  if (!s.inv.internal.empty() && s.inv.allow.empty()) return invalid("--allow-internal needs an --allow grant by name");
   if (s.inv.lease_ca && s.inv.credentials.empty()) return invalid("--lease-ca needs --credential");
   if (!s.inv.net_proxy) return {};
   const auto& owned = policy::egress::kProxyEnvironmentNames;
@@ -341,6 +356,7 @@ std::string execUsage() {
   u += "  --output REL             copy REL back to DIR after the run (repeatable)\n";
   u += "  --net none|proxy         none: loopback only (default); proxy: HTTP(S) via corral's proxy\n";
   u += "  --allow URL              with --net proxy: grant scheme://host[:port] or *.domain (repeatable)\n";
+  u += "  --allow-internal CIDR    granted names may resolve into this private range (repeatable)\n";
   u += "  --credential SPEC        with --net proxy: NAME=ENVVAR@URL[;header=H;format=F] lease (repeatable)\n";
   u += "  --lease-ca FILE          PEM CAs trusted toward lease upstreams (default: the system store)\n";
   u += "  --env K=V                set a variable; nothing else passes from here (repeatable)\n";

@@ -9,6 +9,7 @@
 #include "base/result.h"
 #include "net/lease_spec.h"
 #include "policy/egress_grant.h"
+#include "policy/egress_internal.h"
 #include "sandbox/spec.h"
 
 namespace corral::cli {
@@ -21,6 +22,7 @@ struct ExecInvocation {
   bool help = false;                       // --help: print execUsage() and run nothing
   bool net_proxy = false;                  // --net proxy: egress through corral's proxy only
   std::vector<policy::egress::Grant> allow;  // --allow URL (needs --net proxy); empty: deny all
+  std::vector<policy::egress::Cidr> internal;  // --allow-internal CIDR (needs --net proxy and an --allow)
   std::vector<net::LeaseSpec> credentials;   // --credential (needs --net proxy)
   std::optional<std::string> lease_ca;       // --lease-ca FILE: CAs for lease upstreams (default: system)
 };

@@ -148,7 +148,8 @@ void Connection::finish() {
     log::write(refused ? log::Level::kWarn : log::Level::kInfo, "egress",
                "tag=" + ev_.tag + " kind=" + ev_.kind + " method=" + printable(ev_.method, 32) +
                    " dest=" + (ev_.destination.empty() ? "-" : log::value(ev_.destination)) +
-                   " resolved=" + (ev_.resolved.empty() ? "-" : log::value(ev_.resolved)) + " decision=" + ev_.decision +
+                   " resolved=" + (ev_.resolved.empty() ? "-" : log::value(ev_.resolved)) +
+                   (ev_.internal.empty() ? "" : " internal=" + ev_.internal) + " decision=" + ev_.decision +
                    " rule=" + ev_.rule + " status=" + std::to_string(ev_.status) +
                    " up=" + std::to_string(ev_.bytes_up) + " down=" + std::to_string(ev_.bytes_down) + " ms=" + ms +
                    (ev_.lease.empty() ? "" : " lease=" + log::value(ev_.lease) + " suspects=" + std::to_string(ev_.suspects)));

@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/egress_grant.h"
+#include "policy/egress_internal.h"
 #include "policy/ip_ranges.h"
 
 namespace corral::net {
@@ -26,6 +27,7 @@ struct ConnectionEvent {
   std::string requested;    // the authority as written (printable, <= 256 bytes, else "sha256:<hex>")
   std::string destination;  // canonical host:port decided, "" when refused before that
   std::string resolved;     // ip:port dialled ("[::1]:443"), "" when none
+  std::string internal;     // the --allow-internal CIDR that admitted `resolved`, "" when none
   std::string decision;     // "allow" or "refuse"
   std::string rule;         // "allowed" or the refusal's rule id (X-Corral-Denied)
   int status = 0;           // HTTP status sent or relayed (200 for an opened tunnel)
@@ -67,6 +69,8 @@ class LeaseBroker;
 struct ClientPolicy {
   std::string tag;
   std::vector<policy::egress::Grant> grants;
+  // --allow-internal: the private CIDRs a granted name may resolve into (egress_internal.h).
+  std::vector<policy::egress::Cidr> internal;
   // Credential leases this client may use; null: none (no /lease/ URLs, no placeholder swap).
   std::shared_ptr<LeaseBroker> leases;
   // The authority the client reaches the proxy at ("127.0.0.1:3128"): an absolute-form

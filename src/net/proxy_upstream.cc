@@ -72,11 +72,12 @@ void Connection::resolveAndDial(std::function<void()> connected) {
 }
 
 void Connection::vetAndDial(const std::vector<eg::IpAddress>& answer, std::function<void()> connected) {
-  eg::DialDecision d = eg::vetAddresses(*dest_, answer);
+  eg::DialDecision d = eg::vetAddresses(*dest_, answer, policy_->internal);
   if (!d.decision.allowed()) {
     refuse({statusForRule(d.decision.rule), std::string(eg::ruleId(d.decision.rule)), d.decision.reason});
     return;
   }
+  ev_.internal = std::move(d.internal);
   dial(*d.dial, std::move(connected));
 }
 

@@ -15,6 +15,7 @@ Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config)
   auto policy = std::make_shared<ClientPolicy>();
   policy->tag = config.tag;
   policy->grants = config.grants;
+  policy->internal = config.internal;
   policy->self_authority = "127.0.0.1:" + std::to_string(config.sandbox_port);
   // Secrets are loaded before the proxy starts: a missing variable refuses the run.
   if (!config.leases.empty()) {
@@ -47,7 +48,7 @@ std::vector<std::string> SandboxEgress::sandboxEnvironment() const {
 }
 
 nlohmann::ordered_json eventJson(const ConnectionEvent& e) {
-  return {{"tag", e.tag},
+  nlohmann::ordered_json j = {{"tag", e.tag},
           {"kind", e.kind},
           {"method", e.method},
           {"requested", e.requested},
@@ -62,6 +63,9 @@ nlohmann::ordered_json eventJson(const ConnectionEvent& e) {
           {"duration_us", static_cast<uint64_t>(std::llround(std::max(0.0, e.duration_ms) * 1000))},
           {"lease", e.lease},
           {"suspects", e.suspects}};
+  // Only when a CIDR admitted the address: records without one keep their earlier shape.
+  if (!e.internal.empty()) j["internal"] = e.internal;
+  return j;
 }
 
 nlohmann::ordered_json leaseEventJson(const LeaseEvent& e) {

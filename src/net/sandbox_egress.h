@@ -24,6 +24,7 @@ namespace corral::net {
 struct EgressConfig {
   std::string tag;                                      // run id: every event carries it
   std::vector<policy::egress::Grant> grants;            // empty: every request is refused
+  std::vector<policy::egress::Cidr> internal;           // --allow-internal (egress_internal.h)
   uint16_t sandbox_port = 3128;                         // where init listens inside the sandbox
   std::function<void(const ConnectionEvent&)> on_event; // on the proxy thread
   // Credential leases (docs/credential-leases.md): each secret is read through env_lookup

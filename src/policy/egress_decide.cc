@@ -114,22 +114,37 @@ RequestDecision decideConnect(std::span<const Grant> grants, std::string_view au
 
 bool needsResolution(const Destination& dest) { return dest.host.kind == HostKind::kName; }
 
-DialDecision vetAddresses(const Destination& dest, std::span<const IpAddress> resolved) {
+DialDecision vetAddresses(const Destination& dest, std::span<const IpAddress> resolved, std::span<const Cidr> internal) {
   const std::string where = authorityText(dest.host) + ":" + std::to_string(dest.port);
   if (!needsResolution(dest))
-    return {Decision{Rule::kAllowed, where + " is the granted literal", dest.grant_index}, DialTarget{dest.host.ip, dest.port}};
-  if (resolved.empty()) return {refuse(Rule::kNoAddress, dest.host.text + " resolved to no address"), std::nullopt};
-  for (const IpAddress& ip : resolved) {
+    return {Decision{Rule::kAllowed, where + " is the granted literal", dest.grant_index}, DialTarget{dest.host.ip, dest.port}, ""};
+  if (resolved.empty()) return {refuse(Rule::kNoAddress, dest.host.text + " resolved to no address"), std::nullopt, ""};
+  std::string first_internal;
+  for (size_t i = 0; i < resolved.size(); ++i) {
+    const IpAddress& ip = resolved[i];
     Classification c = classify(ip);
     if (c.cls == AddressClass::kPublic) continue;
+    if (auto admitted = internalAdmitting(internal, ip)) {
+      if (i == 0) first_internal = internal[*admitted].text();
+      continue;
+    }
     std::string reason = dest.host.text + " resolved to " + formatIp(ip) + ", in ";
     reason.append(className(c.cls)).append(" range ");
     if (!c.embedding.empty()) reason.append(c.embedding).append(" carrying ");
-    reason.append(c.range).append(" (grant the IP literal to reach it on purpose)");
-    return {refuse(Rule::kPrivateAddress, std::move(reason)), std::nullopt};
+    reason.append(c.range);
+    if (internal.empty()) {
+      reason.append(" (grant the IP literal to reach it on purpose)");
+    } else if (std::string_view p = protectedRange(ip); !p.empty()) {
+      reason.append(", a protected range that only an --allow-internal CIDR within ").append(p).append(" opens");
+    } else {
+      reason.append(", outside every --allow-internal CIDR");
+    }
+    return {refuse(Rule::kPrivateAddress, std::move(reason)), std::nullopt, ""};
   }
-  return {Decision{Rule::kAllowed, where + " dials " + formatIp(resolved[0]), dest.grant_index},
-          DialTarget{resolved[0], dest.port}};
+  std::string reason = where + " dials " + formatIp(resolved[0]);
+  if (!first_internal.empty()) reason += " (internal " + first_internal + ")";
+  return {Decision{Rule::kAllowed, std::move(reason), dest.grant_index}, DialTarget{resolved[0], dest.port},
+          std::move(first_internal)};
 }
 
 }  // namespace corral::policy::egress

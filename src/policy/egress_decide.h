@@ -10,6 +10,7 @@
 
 #include "policy/egress_grant.h"
 #include "policy/egress_host.h"
+#include "policy/egress_internal.h"
 #include "policy/ip_ranges.h"
 
 namespace corral::policy::egress {
@@ -55,6 +56,9 @@ struct DialTarget {
 struct DialDecision {
   Decision decision;
   std::optional<DialTarget> dial;  // set exactly when decision.allowed()
+  // The --allow-internal CIDR that admitted the dialled address ("10.0.0.0/8"); "" when
+  // that address is public or the destination is a granted literal.
+  std::string internal;
 };
 
 // True when dest.host is a name and the proxy must resolve it (once) before vetAddresses.
@@ -65,7 +69,10 @@ bool needsResolution(const Destination& dest);
 // name: refuses an empty answer (no-address) and refuses the whole answer if ANY address is
 // outside the public range (private-address): a name that resolves to both public and
 // private addresses is a rebinding attempt or a misconfiguration, and which one the client
-// would have used is unknowable. Otherwise dials the first address.
-DialDecision vetAddresses(const Destination& dest, std::span<const IpAddress> resolved);
+// would have used is unknowable. Otherwise dials the first address. `internal` (the
+// operator's --allow-internal CIDRs) widens "public" by the addresses internalAdmitting
+// admits, and by nothing else: every other address still refuses the whole answer.
+DialDecision vetAddresses(const Destination& dest, std::span<const IpAddress> resolved,
+                          std::span<const Cidr> internal = {});
 
 }  // namespace corral::policy::egress

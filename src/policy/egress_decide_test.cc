@@ -171,6 +171,57 @@ TEST(VetAddresses, LiteralDestinationIgnoresAnyAnswerAndDialsTheLiteral) {
   EXPECT_EQ(*d.dial, (DialTarget{ipv4(127, 0, 0, 1), 8080}));
 }
 
+TEST(VetAddresses, PublishedInternalCidrVectors) {
+  auto g = parseGrants(std::vector<std::string>{"https://registry.corp.example"});
+  ASSERT_TRUE(g.ok());
+  for (const auto& v : vectors::kInternal) {
+    std::vector<Cidr> internal;
+    for (std::string_view t : split(v.internal, ' ')) {
+      auto c = parseCidr(t);
+      ASSERT_TRUE(c.ok()) << t;
+      internal.push_back(*c);
+    }
+    RequestDecision r = decideConnect(*g, "registry.corp.example:443");
+    ASSERT_TRUE(r.destination) << r.decision.reason;
+    DialDecision d = vetAddresses(*r.destination, addresses(v.resolved), internal);
+    const std::string what = "answer [" + std::string(v.resolved) + "] with internal [" + std::string(v.internal) + "]";
+    EXPECT_EQ(ruleId(d.decision.rule), v.expect) << what << ": " << d.decision.reason;
+    EXPECT_EQ(d.dial ? dialText(*d.dial) : "", v.dial) << what;
+    EXPECT_EQ(d.internal, v.via) << what;
+    EXPECT_TRUE(oneLine(d.decision.reason)) << what;
+    // The CIDR that admitted the address is named in the reason the log shows.
+    if (!v.via.empty()) {
+      EXPECT_NE(d.decision.reason.find("(internal " + std::string(v.via) + ")"), std::string::npos) << what;
+    }
+  }
+}
+
+// The control: the same answers without any CIDR are all refused or public, so the table's
+// allowed rows are the CIDRs' doing.
+TEST(VetAddresses, WithoutInternalCidrsNoPrivateRowOfTheTableIsAllowed) {
+  auto g = parseGrants(std::vector<std::string>{"https://registry.corp.example"});
+  ASSERT_TRUE(g.ok());
+  for (const auto& v : vectors::kInternal) {
+    if (v.via.empty()) continue;
+    RequestDecision r = decideConnect(*g, "registry.corp.example:443");
+    ASSERT_TRUE(r.destination);
+    DialDecision d = vetAddresses(*r.destination, addresses(v.resolved));
+    EXPECT_EQ(d.decision.rule, Rule::kPrivateAddress) << v.resolved;
+    EXPECT_EQ(d.internal, "");
+  }
+}
+
+TEST(VetAddresses, RefusalNamesWhyTheCidrsDidNotAdmit) {
+  auto ten = parseCidr("10.0.0.0/8"), any = parseCidr("0.0.0.0/0");
+  ASSERT_TRUE(ten.ok() && any.ok());
+  std::vector<IpAddress> outside = {address("192.168.1.1")}, meta = {address("169.254.169.254")};
+  EXPECT_EQ(vetAddresses(named("example.com", 443), outside, std::vector{*ten}).decision.reason,
+            "example.com resolved to 192.168.1.1, in private range 192.168.0.0/16, outside every --allow-internal CIDR");
+  EXPECT_EQ(vetAddresses(named("example.com", 443), meta, std::vector{*any}).decision.reason,
+            "example.com resolved to 169.254.169.254, in link-local range 169.254.0.0/16, a protected range that only "
+            "an --allow-internal CIDR within 169.254.169.254/32 opens");
+}
+
 // Prints docs/egress-vectors.md from the tables above:
 //   build-h/src/policy/egress_decide_test --gtest_also_run_disabled_tests
 //     --gtest_filter='*PrintVectorsMarkdown' | sed -n '/^<!-- SPDX/,/^<!-- end/p' > docs/egress-vectors.md
@@ -200,6 +251,16 @@ TEST(Decide, DISABLED_PrintVectorsMarkdown) {
   for (const auto& v : vectors::kDecisions)
     md << "| " << cell(v.grants) << " | " << v.method << " | " << cell(v.target) << " | " << cell(v.hosts) << " | "
        << cell(v.resolved) << " | " << v.expect << " | " << cell(v.dial) << " |\n";
+  md << "\n## Internal CIDRs\n\n`--allow-internal` values (docs/egress-policy.md, \"Internal destinations by name\").\n\n"
+     << "| CIDR | canonical CIDR or refusal |\n|---|---|\n";
+  for (const auto& v : vectors::kCidrs) md << "| " << cell(v.input) << " | " << cell(v.expect) << " |\n";
+  md << "\n## Internal CIDR x answer\n\n"
+     << "The grant is `https://registry.corp.example`, the request `CONNECT registry.corp.example:443`; *internal* are\n"
+     << "the `--allow-internal` CIDRs, *resolved* the DNS answer, *via* the CIDR named in the log and the trace.\n\n"
+     << "| internal | resolved | rule | dial | via |\n|---|---|---|---|---|\n";
+  for (const auto& v : vectors::kInternal)
+    md << "| " << cell(v.internal) << " | " << cell(v.resolved) << " | " << v.expect << " | " << cell(v.dial) << " | "
+       << cell(v.via) << " |\n";
   md << "\n<!-- end of generated vectors -->\n";
   std::cout << md.str();
 }

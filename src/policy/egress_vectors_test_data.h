@@ -274,4 +274,93 @@ inline constexpr DecideVector kDecisions[] = {
     {"https://api.example.com", "CONNECT", "[::1:443", "-", "", "bad-target", ""},
 };
 
+// --allow-internal CIDRs. expect: "cidr:<canonical>" or "refused:<text the error contains>".
+struct CidrVector {
+  std::string_view input;
+  std::string_view expect;
+};
+
+inline constexpr CidrVector kCidrs[] = {
+    {"10.0.0.0/8", "cidr:10.0.0.0/8"},
+    {"10.20.0.0/16", "cidr:10.20.0.0/16"},
+    {"169.254.169.254/32", "cidr:169.254.169.254/32"},
+    {"0.0.0.0/0", "cidr:0.0.0.0/0"},
+    {"FD00:EC2::254/128", "cidr:fd00:ec2::254/128"},
+    {"fd00::/8", "cidr:fd00::/8"},
+    {"10.0.0.1/8", "refused:host bits set (the network is 10.0.0.0/8)"},
+    {"10.0.0.0", "refused:needs a prefix length"},
+    {"10.0.0.0/", "refused:no decimal number"},
+    {"10.0.0.0/08", "refused:no decimal number"},
+    {"10.0.0.0/+8", "refused:no decimal number"},
+    {"10.0.0.0/33", "refused:larger than 32"},
+    {"fd00::/129", "refused:larger than 128"},
+    {"10/8", "refused:dotted quad"},
+    {"0x0a.0.0.0/8", "refused:dotted quad"},
+    {"::ffff:10.0.0.0/104", "refused:IPv4-mapped"},
+    {"[fd00::]/8", "refused:no IPv4 or IPv6 address"},
+    {"corp.example/8", "refused:no IPv4 or IPv6 address"},
+    {"/8", "refused:has no address"},
+    {"10.0.0.0/8\n", "refused:no decimal number"},
+};
+
+// A granted name (https://registry.corp.example, CONNECT registry.corp.example:443) whose DNS
+// answer is `resolved`, with `internal` (space-separated) as the --allow-internal CIDRs.
+// expect: the rule id; dial: "addr:port" when allowed; via: the CIDR that admitted it.
+struct InternalVector {
+  std::string_view internal;
+  std::string_view resolved;
+  std::string_view expect;
+  std::string_view dial;
+  std::string_view via;
+};
+
+inline constexpr InternalVector kInternal[] = {
+    // The matching CIDR admits; without it, or with a neighbouring one, the name is refused.
+    {"10.20.0.0/16", "10.20.1.5", "allowed", "10.20.1.5:443", "10.20.0.0/16"},
+    {"", "10.20.1.5", "private-address", "", ""},
+    {"10.21.0.0/16", "10.20.1.5", "private-address", "", ""},
+    {"10.20.1.0/25", "10.20.1.128", "private-address", "", ""},
+    {"10.21.0.0/16 10.20.0.0/16", "10.20.1.5", "allowed", "10.20.1.5:443", "10.20.0.0/16"},
+    {"192.168.0.0/16", "192.168.7.7", "allowed", "192.168.7.7:443", "192.168.0.0/16"},
+    {"100.64.0.0/10", "100.64.3.4", "allowed", "100.64.3.4:443", "100.64.0.0/10"},
+    {"fd00::/8", "fd12::7", "allowed", "[fd12::7]:443", "fd00::/8"},
+    {"fd00::/8", "fc00::7", "private-address", "", ""},
+    // A public answer needs no CIDR and names none.
+    {"10.0.0.0/8", "93.184.216.34", "allowed", "93.184.216.34:443", ""},
+    {"10.0.0.0/8", "93.184.216.34 10.1.1.1", "allowed", "93.184.216.34:443", ""},
+    // Mixed answers: one address outside every CIDR refuses the whole answer.
+    {"10.20.0.0/16", "10.20.1.5 10.30.1.5", "private-address", "", ""},
+    {"10.20.0.0/16", "10.20.1.5 127.0.0.1", "private-address", "", ""},
+    {"10.20.0.0/16", "10.20.1.5 169.254.169.254", "private-address", "", ""},
+    {"10.0.0.0/8", "10.1.1.1 93.184.216.34", "allowed", "10.1.1.1:443", "10.0.0.0/8"},
+    // Protected ranges: only a CIDR within the narrowest one opens them.
+    {"0.0.0.0/0", "127.0.0.1", "private-address", "", ""},
+    {"0.0.0.0/0", "0.0.0.0", "private-address", "", ""},
+    {"0.0.0.0/0", "169.254.10.1", "private-address", "", ""},
+    {"0.0.0.0/0", "10.9.9.9", "allowed", "10.9.9.9:443", "0.0.0.0/0"},
+    {"127.0.0.0/8", "127.0.0.1", "allowed", "127.0.0.1:443", "127.0.0.0/8"},
+    {"127.0.0.1/32", "127.0.0.1", "allowed", "127.0.0.1:443", "127.0.0.1/32"},
+    {"126.0.0.0/7", "127.0.0.1", "private-address", "", ""},
+    {"169.254.0.0/16", "169.254.10.1", "allowed", "169.254.10.1:443", "169.254.0.0/16"},
+    {"169.254.0.0/16", "169.254.169.254", "private-address", "", ""},
+    {"169.254.169.0/24", "169.254.169.254", "private-address", "", ""},
+    {"169.254.169.254/32", "169.254.169.254", "allowed", "169.254.169.254:443", "169.254.169.254/32"},
+    {"169.254.0.0/16", "169.254.170.2", "private-address", "", ""},
+    {"100.64.0.0/10", "100.100.100.200", "private-address", "", ""},
+    {"fd00::/8", "fd00:ec2::254", "private-address", "", ""},
+    {"fd00:ec2::254/128", "fd00:ec2::254", "allowed", "[fd00:ec2::254]:443", "fd00:ec2::254/128"},
+    {"fd00::/8", "fd20:ce::254", "private-address", "", ""},
+    {"::/0", "::1", "private-address", "", ""},
+    {"::1/128", "::1", "allowed", "[::1]:443", "::1/128"},
+    {"::/0", "fe80::1", "private-address", "", ""},
+    // Never a TCP destination, or not this one: multicast, broadcast, IPv4 inside IPv6.
+    {"224.0.0.0/4", "224.0.0.1", "private-address", "", ""},
+    {"255.255.255.255/32", "255.255.255.255", "private-address", "", ""},
+    {"::/0", "::ffff:10.1.1.1", "private-address", "", ""},
+    {"10.0.0.0/8", "::ffff:10.1.1.1", "private-address", "", ""},
+    {"::/0", "64:ff9b::a01:101", "private-address", "", ""},
+    // An empty answer stays an empty answer.
+    {"10.0.0.0/8", "", "no-address", "", ""},
+};
+
 }  // namespace corral::policy::egress::vectors
