@@ -15,6 +15,7 @@
 #include "cli/run.h"
 #include "cli/usage.h"
 #include "cli/verify.h"
+#include "cli/wasm.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "claims") return claimsMain(argc - 1, argv + 1);
   if (cmd == "verify") return verifyMain(rest);
   if (cmd == "keygen") return keygenMain(rest);
+  if (cmd == "wasm") return wasmMain(rest);
   std::fprintf(stderr, "corral: internal error: no handler for a known command\n");
   return 125;
 }

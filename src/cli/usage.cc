@@ -20,9 +20,10 @@ constexpr const char* kUsage =
     "  verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
     "                                    check a workspace's .corral audit record\n"
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
+    "  wasm compile|run MODULE.wasm ...  a WebAssembly guest, deny-by-default (corral wasm --help)\n"
     "  version                           print the version\n";
 
-constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen"};
+constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "wasm"};
 
 }  // namespace
 
