@@ -104,6 +104,11 @@ Result<void> runCompileChild(const std::string& dir_path, int dir, bool has_impo
   spec.limits.pids = 64;
   spec.limits.tmp_bytes = 1ull << 30;
   spec.limits.workspace_bytes = 1ull << 30;
+  // stdin is /dev/null: the caller's stdin is the guest's, and exec relays what it reads, so
+  // a compile child on corral's stdin would eat the guest's input.
+  UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!null_in.valid()) return sysError("wasm compile: /dev/null");
+  spec.stdio.in = null_in.get();
   spec.stdio.out = log.get();
   spec.stdio.err = log.get();
   auto report = sandbox::runLinux(spec, {});

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -24,7 +25,8 @@ std::string testCache() {
 
 RunResult runWasm(const std::vector<std::string>& opts, const std::string& module, const std::vector<std::string>& args,
                   const RunOptions& run_opts) {
-  std::vector<std::string> argv{corralBin(), "wasm", "run", "--json", "--cache", testCache()};
+  std::vector<std::string> argv{corralBin(), "wasm", "run", "--json"};
+  if (std::find(opts.begin(), opts.end(), "--cache") == opts.end()) argv.insert(argv.end(), {"--cache", testCache()});
   argv.insert(argv.end(), opts.begin(), opts.end());
   argv.push_back(module);
   argv.push_back("--");

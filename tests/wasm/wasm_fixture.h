@@ -22,7 +22,7 @@ std::string guestModule(const std::string& name);
 // $TMPDIR/corral-wasm-test-cache-<uid>: owned by the running user, as the cache requires.
 std::string testCache();
 
-// `corral wasm run --json --cache <testCache()> OPTS MODULE -- ARGS...`
+// `corral wasm run --json --cache <testCache()> OPTS MODULE -- ARGS...` (OPTS may name another --cache)
 RunResult runWasm(const std::vector<std::string>& opts, const std::string& module, const std::vector<std::string>& args,
                   const RunOptions& run_opts = {});
 // `corral wasm compile --cache <cache> OPTS MODULE`
