@@ -12,6 +12,7 @@ packages=(
   clang-14 libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
   # make release / test-release (issue 25): packaging, its checks, and the clean install root
   dpkg-dev lintian mmdebstrap man-db groff-base systemd node-spdx-license-ids node-spdx-exceptions
+  wabt wasi-libc libclang-rt-14-dev-wasm32 lld-14
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)

@@ -17,6 +17,7 @@
 #include "cli/verify.h"
 #include "cli/verify_release.h"
 #include "cli/version.h"
+#include "cli/wasm.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (cmd == "keygen") return keygenMain(rest);
   if (cmd == "version" || cmd == "--version") return versionMain(rest);
   if (cmd == "verify-release") return verifyReleaseMain(rest);
+  if (cmd == "wasm") return wasmMain(rest);
   std::fprintf(stderr, "corral: internal error: no handler for a known command\n");
   return 125;
 }

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// The wasm claim tests' harness.
+#include "wasm_fixture.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace corral::testing::wasm {
+
+std::string guestModule(const std::string& name) {
+  const std::string path = std::string(CORRAL_WASM_GUESTS) + "/" + name;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? path : "";
+}
+
+std::string testCache() {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/corral-wasm-test-cache-" + std::to_string(::geteuid());
+}
+
+RunResult runWasm(const std::vector<std::string>& opts, const std::string& module, const std::vector<std::string>& args,
+                  const RunOptions& run_opts) {
+  std::vector<std::string> argv{corralBin(), "wasm", "run", "--json"};
+  if (std::find(opts.begin(), opts.end(), "--cache") == opts.end()) argv.insert(argv.end(), {"--cache", testCache()});
+  argv.insert(argv.end(), opts.begin(), opts.end());
+  argv.push_back(module);
+  argv.push_back("--");
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, run_opts);
+}
+
+RunResult compileWasm(const std::vector<std::string>& opts, const std::string& module, const std::string& cache) {
+  std::vector<std::string> argv{corralBin(), "wasm", "compile", "--cache", cache};
+  argv.insert(argv.end(), opts.begin(), opts.end());
+  argv.push_back(module);
+  return run(argv);
+}
+
+::testing::AssertionResult wasmRefused(const RunResult& r, const std::string& why) {
+  const std::vector<std::string> lines = r.stderrLines();
+  if (r.exit_code != 125) return ::testing::AssertionFailure() << "expected exit 125" << r.describe();
+  if (lines.size() != 1 || lines[0].rfind("corral: ", 0) != 0)
+    return ::testing::AssertionFailure() << "expected one stderr line starting 'corral: '" << r.describe();
+  if (lines[0].find(why) == std::string::npos)
+    return ::testing::AssertionFailure() << "expected the refusal to say '" << why << "'" << r.describe();
+  if (!r.out.empty()) return ::testing::AssertionFailure() << "the guest ran" << r.describe();
+  return ::testing::AssertionSuccess();
+}
+
+std::vector<std::string> linesStartingWith(const std::string& out, const std::string& prefix) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) lines.push_back(line);
+  return lines;
+}
+
+std::string writeModule(const TempDir& dir, const std::string& name, const std::string& bytes) {
+  dir.write(name, bytes);
+  return dir / name;
+}
+
+}  // namespace corral::testing::wasm

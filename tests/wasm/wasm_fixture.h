@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// The wasm claim tests' harness: the test guests built by CMake, `corral wasm run`, and a
+// per-user compile cache shared by every test (each guest compiles once per uid).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "wasm/module_bytes_test_util.h"
+
+namespace corral::testing::wasm {
+
+// A guest module built by tests/wasm/CMakeLists.txt ("guest.wasm", "recurse.wasm", ...), or
+// "" when the wasm toolchain was missing at build time (the test then skips, saying so).
+std::string guestModule(const std::string& name);
+// GTEST_SKIP()s when the module or the host's wasm toolchain is missing.
+#define CORRAL_REQUIRE_WASM_GUEST(path, name)                                                           \
+  const std::string path = ::corral::testing::wasm::guestModule(name);                                  \
+  if (path.empty()) GTEST_SKIP() << "wasm guest " << name << " not built: clang wasm32-wasi, wasi-libc or wabt missing"
+
+// $TMPDIR/corral-wasm-test-cache-<uid>: owned by the running user, as the cache requires.
+std::string testCache();
+
+// `corral wasm run --json --cache <testCache()> OPTS MODULE -- ARGS...` (OPTS may name another --cache)
+RunResult runWasm(const std::vector<std::string>& opts, const std::string& module, const std::vector<std::string>& args,
+                  const RunOptions& run_opts = {});
+// `corral wasm compile --cache <cache> OPTS MODULE`
+RunResult compileWasm(const std::vector<std::string>& opts, const std::string& module, const std::string& cache = testCache());
+
+// corral refused before any guest ran: exit 125, one "corral: " stderr line (beside the JSON
+// report) containing `why`, nothing on stdout.
+::testing::AssertionResult wasmRefused(const RunResult& r, const std::string& why);
+
+// Lines of the guest's stdout that start with prefix.
+std::vector<std::string> linesStartingWith(const std::string& out, const std::string& prefix);
+// A wasm binary written into dir as name, returning its path.
+std::string writeModule(const TempDir& dir, const std::string& name, const std::string& bytes);
+
+using corral::wasm::testing::RawModule;
+using corral::wasm::testing::rawModule;
+
+}  // namespace corral::testing::wasm
