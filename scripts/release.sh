@@ -83,6 +83,10 @@ sbom_sha=$(python3 "$src/scripts/release-sbom.py" generate --packages "$src/pack
 prefix=/usr/src/$name
 flags="-ffile-prefix-map=$src=$prefix -ffile-prefix-map=$build=$prefix/build"
 flags+=" -fstack-protector-strong -fstack-clash-protection -fcf-protection -D_FORTIFY_SOURCE=2"
+# ccache's base_dir (this machine shares one cache among worktrees under /work) rewrites
+# absolute paths below it into relative ones, which -ffile-prefix-map then no longer
+# matches: a build under /work and one elsewhere would differ in every __FILE__. Off here.
+export CCACHE_BASEDIR=
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
@@ -96,8 +100,8 @@ python3 "$src/scripts/release-sbom.py" check --sbom "$gen/$sbom" --build "$build
 install -d "$stage/usr/bin"
 for bin in corral corral-core; do
   strip --strip-unneeded -o "$stage/usr/bin/$bin" "$build/$bin"
-  if grep -qaF -e "$work" -e "$top" "$stage/usr/bin/$bin"; then
-    echo "release: $bin names a build folder ($work or $top): a flag or a compiled-in path escaped -ffile-prefix-map" >&2
+  if grep -qaF -e "$work" -e "$top" -e "../src/src/" "$stage/usr/bin/$bin"; then
+    echo "release: $bin names a build folder ($work, $top or ../src/): a flag or a compiled-in path escaped -ffile-prefix-map" >&2
     exit 1
   fi
 done
