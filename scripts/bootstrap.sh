@@ -13,6 +13,7 @@ packages=(
   # make release / test-release (issue 25): packaging, its checks, and the clean install root
   dpkg-dev lintian mmdebstrap man-db groff-base systemd node-spdx-license-ids node-spdx-exceptions
   wabt wasi-libc libclang-rt-14-dev-wasm32 lld-14
+  netbase libpython3.11-testsuite nodejs
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <linux/netlink.h>
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -138,11 +139,9 @@ void addRestricted(std::vector<Rule>& r) {
     r.push_back(refuse("ioctl", EPERM, {{1, Op::kMaskedEq, cmd, kLow32}},
                        "TIOCSTI/TIOCLINUX push keystrokes into a terminal outside the sandbox"));
 
-  r.push_back(allow("fcntl", "descriptor flags and locks; resizing a pipe is refused below"));
-  // cmd is an unsigned int, as ioctl's. A pipe handed over is the caller's pipe: its capacity
-  // would stay as the command left it, for the host steps that use it next.
-  r.push_back(refuse("fcntl", EPERM, {{1, Op::kMaskedEq, F_SETPIPE_SZ, kLow32}},
-                     "F_SETPIPE_SZ resizes a pipe the caller may share with the host"));
+  // F_SETPIPE_SZ included: no host pipe is ever handed over (stdio_relay.h), so the pipes
+  // the command can resize are its own and corral's relay pipes.
+  r.push_back(allow("fcntl", "descriptor flags, locks and pipe sizes"));
 
   r.push_back(allow("clone", "fork and threads; namespace flags are refused below"));
   for (uint64_t flag : kNamespaceFlags)
@@ -152,13 +151,23 @@ void addRestricted(std::vector<Rule>& r) {
                       "unshare(CLONE_FILES|CLONE_FS) only; a namespace flag gets ENOSYS"));
 
   r.push_back(allow("socket", "networking; families and types are restricted below"));
-  // Family refusals: anything but exactly 1, 2 or 10 (64-bit compares, so high garbage bits
-  // are refused too). They never overlap the type refusals, which name an allowed family.
-  constexpr std::string_view kFamily = "only AF_UNIX, AF_INET and AF_INET6 sockets";
+  // Family refusals: anything but exactly 1, 2, 10 or 16 (64-bit compares, so high garbage
+  // bits are refused too). They never overlap the type refusals, which name an allowed family.
+  constexpr std::string_view kFamily = "only AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK sockets";
   r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kEq, AF_UNSPEC}}, kFamily));
   for (uint64_t fam = AF_INET + 1; fam < AF_INET6; ++fam)
     r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kEq, fam}}, kFamily));
-  r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kGt, AF_INET6}}, kFamily));
+  for (uint64_t fam = AF_INET6 + 1; fam < AF_NETLINK; ++fam)
+    r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kEq, fam}}, kFamily));
+  r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kGt, AF_NETLINK}}, kFamily));
+  // Netlink: NETLINK_ROUTE (0) only, which getifaddrs(), if_nameindex() and libuv's
+  // interface list read; in the sandbox's own network namespace it shows loopback alone, and
+  // every change it offers needs CAP_NET_ADMIN, which the command lacks. Every other protocol
+  // (audit, xfrm, netfilter, generic, uevent, sock_diag, ...) reaches a host-wide or large
+  // kernel interface. EAFNOSUPPORT, which the kernel never returns for its built-in netlink
+  // family, tells the filter's refusal apart. A 64-bit compare: high garbage bits are refused.
+  r.push_back(refuse("socket", EAFNOSUPPORT, {{0, Op::kEq, AF_NETLINK}, {2, Op::kNe, NETLINK_ROUTE}},
+                     "netlink: NETLINK_ROUTE only"));
   // ESOCKTNOSUPPORT, not EPERM: EPERM is the kernel's own answer to a raw socket without
   // CAP_NET_RAW, and the filter's answer should be told apart from it.
   for (uint64_t fam : {AF_UNIX, AF_INET, AF_INET6})

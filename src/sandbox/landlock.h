@@ -10,8 +10,9 @@ int abiVersion();
 
 // Paths (inside the new root) that stay writable; fixed, so the child needs no allocation.
 inline constexpr const char* kWritableDirs[] = {"/workspace", "/tmp", "/dev/shm"};
-inline constexpr const char* kWritableDevices[] = {"/dev/null", "/dev/zero", "/dev/full",
-                                                   "/dev/random", "/dev/urandom"};
+// /dev/pts: the sandbox's own devpts instance (devpts.h): ptmx and the terminals it hands out.
+inline constexpr const char* kWritableDevices[] = {"/dev/null",    "/dev/zero", "/dev/full",
+                                                   "/dev/random",  "/dev/urandom", "/dev/pts"};
 
 // Child side, after pivot_root and with no_new_privs set: builds and enforces the ruleset
 // for `abi` (> 0). Also scopes abstract UNIX sockets and signals to the sandbox on ABI >= 6.

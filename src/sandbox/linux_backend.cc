@@ -218,9 +218,8 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   timing.mark("cgroup");
 
   // Caller stdio the sandbox could use to change or reopen a host inode (a terminal, a file,
-  // a pipe its uid owns) goes through pipes instead (stdio_relay.h).
-  ASSIGN_OR_RETURN(StdioRelay relay, StdioRelay::plan(given_stdio, userns::planIdMap(::getuid(), ::getgid()),
-                                                                  spec.limits.file_size_bytes));
+  // a pipe) goes through pipes instead (stdio_relay.h).
+  ASSIGN_OR_RETURN(StdioRelay relay, StdioRelay::plan(given_stdio, spec.limits.file_size_bytes));
 
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 
+#include "sandbox/devpts.h"
 #include "sandbox/mount_api.h"
 
 namespace corral::sandbox::mountns {
@@ -27,13 +28,18 @@ constexpr std::array<const char*, 6> kTopLevel = {"bin", "sbin", "lib", "lib32",
 constexpr std::array<const char*, 5> kDevices = {"null", "zero", "full", "random", "urandom"};
 // Host /etc entries that carry no secrets and that ordinary programs need: the dynamic
 // loader cache, the CA store (TLS clients), OpenSSL's config, and Debian's alternatives
-// links (awk, which, editor, ... resolve through /etc/alternatives).
+// links (awk, which, editor, ... resolve through /etc/alternatives), and netbase's service
+// and protocol tables (getservbyname, getprotobyname: public IANA lists).
 struct EtcEntry {
   const char* path;
   bool dir;
 };
-constexpr std::array<EtcEntry, 4> kEtcFromHost = {{
-    {"ld.so.cache", false}, {"ssl/certs", true}, {"ssl/openssl.cnf", false}, {"alternatives", true}}};
+constexpr std::array<EtcEntry, 6> kEtcFromHost = {{{"ld.so.cache", false},
+                                                   {"ssl/certs", true},
+                                                   {"ssl/openssl.cnf", false},
+                                                   {"alternatives", true},
+                                                   {"services", false},
+                                                   {"protocols", false}}};
 // /proc entries that leak host kernel state or offer a lever over the host kernel.
 constexpr std::array<const char*, 6> kProcMaskFiles = {"kcore", "keys", "timer_list", "latency_stats",
                                                        "kallsyms", "sched_debug"};
@@ -111,12 +117,12 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   for (const char* d : kDevices)
     devs.push_back({std::string("dev/") + d, false,
                     b.clone(std::string("/dev/") + d, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "clone device node")});
-  plan.before_maps = plan.steps.size();
-  if (::getuid() == 0) {
-    const size_t cloned = plan.steps.size();
-    for (size_t i = 0; i < cloned; ++i)
-      if (plan.steps[i].op == Op::kCloneTree) b.add({Op::kCheckReach, plan.steps[i].a, nullptr, 0, -1, false, plan.steps[i].what});
-  }
+  const size_t fixed_sources = plan.steps.size();
+  // --ro-bind sources are the operator's choice: cloned before the maps, so the path walk to
+  // each is the caller's own (as root, /root/project works although the sandbox uid cannot
+  // cross /root). What lies inside is still the sandbox uid's to read: every access after the
+  // clone is checked against its host uid, so a root-only file or directory in the tree stays
+  // closed, and the source's own mode still applies to the sandbox at its mount point.
   std::vector<Bound> extra;
   for (const RoBind& rb : spec.ro_binds) {
     struct stat st;
@@ -130,6 +136,11 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
       return Error(Errc::kInvalidArgument, "--ro-bind " + rb.host + ": a namespace handle cannot be bound in");
     extra.push_back({rb.sandbox.substr(1), S_ISDIR(st.st_mode), b.clone(rb.host, kRo, "clone --ro-bind source")});
   }
+  plan.before_maps = plan.steps.size();
+  // The fixed runtime sources, though, must be reachable by the sandbox uid itself.
+  if (::getuid() == 0)
+    for (size_t i = 0; i < fixed_sources; ++i)
+      if (plan.steps[i].op == Op::kCloneTree) b.add({Op::kCheckReach, plan.steps[i].a, nullptr, 0, -1, false, plan.steps[i].what});
 
   b.add({Op::kRootTmpfs, b.str(plan.root), "mode=0755,size=4m", 0, -1, false, "mount root tmpfs"});
   b.mkdir("usr");
@@ -160,6 +171,11 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   for (auto [link, target] : {std::pair{"dev/fd", "/proc/self/fd"}, {"dev/stdin", "/proc/self/fd/0"},
                               {"dev/stdout", "/proc/self/fd/1"}, {"dev/stderr", "/proc/self/fd/2"}})
     b.add({Op::kSymlink, b.in(link), target, 0, -1, false, "symlink in /dev"});
+  // A devpts instance of the sandbox's own, so openpty() works (script, pexpect, node-pty,
+  // test runners); its terminals are not the host's, and TIOCSTI stays refused by seccomp.
+  b.mkdir("dev/pts");
+  b.add({Op::kDevpts, b.in("dev/pts"), nullptr, 0, -1, false, "mount /dev/pts"});
+  b.add({Op::kSymlink, b.in("dev/ptmx"), devpts::kPtmxLink, 0, -1, false, "symlink in /dev"});
   b.mkdir("dev/shm", 01777);
   const char* tmp_opts = b.str("mode=1777,size=" + std::to_string(spec.limits.tmp_bytes));
   b.add({Op::kTmpfs, b.in("dev/shm"), tmp_opts, MS_NOSUID | MS_NODEV | MS_NOEXEC, -1, false, "mount /dev/shm"});
@@ -348,6 +364,8 @@ int runStep(const Step& s, int ws_fd, int* slot_fds, const Callback& callback) {
       slot_fds[s.slot] = fd;
       return 0;
     }
+    case Op::kDevpts:
+      return devpts::mountInstance(s.a);
     case Op::kWriteSlot: {
       int fd = slot_fds[s.slot];
       slot_fds[s.slot] = -1;

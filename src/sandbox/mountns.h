@@ -35,6 +35,7 @@ enum class Op : uint8_t {
   kCallback,     // run execute()'s callback: where init joins the sandbox's network namespace
   kOpenSysctl,   // slot <- open(a, O_WRONLY): an existing /proc/sys file, written later (kWriteSlot)
   kWriteSlot,    // write b into the slot's file, then close it
+  kDevpts,       // mount the sandbox's own devpts instance on a (devpts.h)
 };
 
 struct Step {
@@ -58,7 +59,8 @@ struct Plan {
   // caller's is host uid 0, whose owner bits open root-only directories the sandbox uid could
   // not cross: for a root caller the plan repeats each such walk after the maps (kCheckReach),
   // so a source the sandbox uid cannot reach still fails the launch. --ro-bind sources are
-  // cloned after the maps, as the sandbox uid.
+  // cloned here too, as the caller, and are not re-checked: naming one is the operator's
+  // decision (what lies inside is still read as the sandbox uid).
   size_t before_maps = 0;
 };
 

@@ -52,3 +52,40 @@ TEST(MountnsCloneStep, ControlAnOrdinaryDirectoryClones) {
 
 }  // namespace
 }  // namespace corral::sandbox::mountns
+
+namespace corral::sandbox::mountns {
+namespace {
+
+// The plan's shape: --ro-bind sources are cloned before the id maps (as the caller) and never
+// walked again as the sandbox uid; the fixed sources are (for a root caller); /dev/pts is a
+// devpts instance and /dev/ptmx points into it.
+TEST(MountnsPlan, RoBindSourcesAreClonedAsTheCallerAndDevptsIsPrivate) {
+  SandboxSpec spec;
+  spec.argv = {"/bin/true"};
+  spec.ro_binds.push_back({"/usr/share", "/opt/share"});
+  auto plan = buildPlan(spec, "root:x:0:0::/:/bin/sh\n", "root:x:0:\n");
+  ASSERT_TRUE(plan) << plan.error().message();
+  size_t bind_clone = plan->steps.size();
+  bool devpts = false, ptmx = false;
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    const Step& s = plan->steps[i];
+    if (s.op == Op::kCloneTree && std::string(s.a) == "/usr/share") bind_clone = i;
+    if (s.op == Op::kCheckReach) {
+      EXPECT_NE(std::string(s.a), "/usr/share") << "an --ro-bind walked again as the sandbox uid";
+    }
+    if (s.op == Op::kDevpts) devpts = std::string(s.a) == plan->root + "/dev/pts";
+    if (s.op == Op::kSymlink && std::string(s.a) == plan->root + "/dev/ptmx") ptmx = std::string(s.b) == "pts/ptmx";
+  }
+  ASSERT_LT(bind_clone, plan->steps.size());
+  EXPECT_LT(bind_clone, plan->before_maps) << "the --ro-bind is cloned after the maps, as the sandbox uid";
+  EXPECT_TRUE(devpts);
+  EXPECT_TRUE(ptmx);
+  if (::getuid() == 0) {
+    bool usr_checked = false;
+    for (const Step& s : plan->steps) usr_checked = usr_checked || (s.op == Op::kCheckReach && std::string(s.a) == "/usr");
+    EXPECT_TRUE(usr_checked) << "a root caller's fixed sources must be walked again as the sandbox uid";
+  }
+}
+
+}  // namespace
+}  // namespace corral::sandbox::mountns

@@ -274,7 +274,9 @@ struct SocketCase {
   int want;  // the filter's errno
 };
 const SocketCase kRefusedSockets[] = {
-    {"netlink", AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, 0, EAFNOSUPPORT},
+    // NETLINK_ROUTE (0) is allowed (getifaddrs); every other protocol is refused.
+    {"netlink_audit", AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, 9, EAFNOSUPPORT},
+    {"netlink_generic", AF_NETLINK, SOCK_RAW, 16, EAFNOSUPPORT},
     {"packet", AF_PACKET, SOCK_DGRAM, 0, EAFNOSUPPORT},
     {"vsock", AF_VSOCK, SOCK_STREAM, 0, EAFNOSUPPORT},
     {"alg", AF_ALG, SOCK_SEQPACKET, 0, EAFNOSUPPORT},

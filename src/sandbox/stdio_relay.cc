@@ -9,7 +9,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,7 +22,6 @@
 namespace corral::sandbox {
 namespace {
 
-constexpr long kPipefsMagic = 0x50495045;  // PIPEFS_MAGIC: an anonymous pipe
 constexpr size_t kChunk = size_t{64} * 1024;
 
 void setNonBlocking(int fd, bool on) {
@@ -92,19 +90,6 @@ bool connectedUnixStream(int fd) {
   return ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0;
 }
 
-// Whether the sandbox's credentials include gid: its primary gid, or (rootless, where
-// setgroups is denied and the caller's supplementary groups stay) one of the caller's groups.
-bool inSandboxGroups(gid_t gid, const userns::IdMapPlan& sandbox) {
-  if (gid == sandbox.host_gid) return true;
-  if (::getuid() == 0) return false;  // as root the sandbox drops every supplementary group
-  gid_t groups[256];
-  const int n = ::getgroups(256, groups);
-  if (n < 0) return true;  // unknown: assume it could
-  for (int i = 0; i < n; ++i)
-    if (groups[i] == gid) return true;
-  return false;
-}
-
 }  // namespace
 
 // One output stream's copy, on a thread of its own: blocking reads from corral's end of the
@@ -154,63 +139,29 @@ struct StdioRelay::OutputPump {
   }
 };
 
-bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox) {
+bool stdioSafeToHandOver(int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return true;  // not open: nothing is handed over
   if (S_ISSOCK(st.st_mode)) return connectedUnixStream(fd);
-  if (S_ISFIFO(st.st_mode)) {
-    struct statfs fs;
-    if (::fstatfs(fd, &fs) != 0 || fs.f_type != kPipefsMagic) return false;  // a named FIFO is a host inode
-    // An anonymous pipe can still be reopened through /proc/self/fd by a uid the inode lets in,
-    // and in the other direction: stdin opened for writing feeds whatever host process reads
-    // that pipe after corral, stdout opened for reading takes bytes other writers meant for the
-    // real reader. Rootless the pipe's owner is the sandbox's own host uid, so it is relayed.
-    const bool owner = st.st_uid == sandbox.host_uid;
-    const bool group = (st.st_mode & 0060) != 0 && inSandboxGroups(st.st_gid, sandbox);
-    return !owner && !group && (st.st_mode & 0006) == 0;
-  }
+  // A pipe, anonymous or named, is never handed over. Whoever holds a pipe's fd can resize
+  // the pipe itself (F_SETPIPE_SZ acts on the pipe, not the open file description), which the
+  // host's next reader or writer of it then shares; a uid the inode lets in can reopen it
+  // through /proc/self/fd in the other direction (stdin for writing feeds the next host
+  // reader); and a named FIFO is a host inode. So every pipe is relayed, and the command may
+  // resize the pipes it gets (corral's own) as freely as the ones it makes.
+  if (S_ISFIFO(st.st_mode)) return false;
   // /dev/null and friends: owned by root (or someone else), not a terminal. A terminal the
   // sandbox could chmod, make its controlling tty or leave in raw mode is relayed.
   if (S_ISCHR(st.st_mode)) return !::isatty(fd) && (st.st_uid == 0 || st.st_uid != ::getuid());
   return false;
 }
 
-namespace {
-
-bool anonymousPipe(int fd) {
-  struct stat st;
-  struct statfs fs;
-  return ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && ::fstatfs(fd, &fs) == 0 && fs.f_type == kPipefsMagic;
-}
-
-// The same pipe through a new open file description, in the same direction and blocking mode,
-// at fd >= 3 (init moves it onto 0..2). O_NONBLOCK while opening: a write end whose readers are
-// all gone would otherwise wait in open() for one (ENXIO instead). Invalid when it cannot be
-// reopened: rootless, a pipe of another user is not the caller's to open.
-UniqueFd reopenPipe(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0) return UniqueFd();
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
-  UniqueFd own(::open(path.c_str(), (flags & O_ACCMODE) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!own.valid() || ::fcntl(own.get(), F_SETFL, flags & O_NONBLOCK) != 0) return UniqueFd();
-  if (own.get() < 3) own = UniqueFd(::fcntl(own.get(), F_DUPFD_CLOEXEC, 3));
-  return own;
-}
-
-}  // namespace
-
-Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan& sandbox, uint64_t file_size_limit) {
+Result<StdioRelay> StdioRelay::plan(const int given[3], uint64_t file_size_limit) {
   StdioRelay relay;
   relay.file_size_limit_ = file_size_limit;
   for (int n = 0; n <= 2; ++n) {
     const int host = given[n] >= 0 ? given[n] : n;
-    if (stdioSafeToHandOver(host, sandbox)) {
-      // A pipe is reopened when corral may (as root, any); one it may not (rootless, another
-      // user's) is handed over as it is, sharing its O_NONBLOCK flag with the caller. Relaying
-      // it instead would read ahead of the command what the next host reader should get.
-      if (anonymousPipe(host)) relay.reopened_[n] = reopenPipe(host);
-      continue;
-    }
+    if (stdioSafeToHandOver(host)) continue;
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return sysError("stdio relay: pipe");
     UniqueFd read_end(p[0]), write_end(p[1]);
@@ -232,7 +183,6 @@ Result<StdioRelay> StdioRelay::plan(const int given[3], const userns::IdMapPlan&
 }
 
 int StdioRelay::sandboxFd(int n) const {
-  if (n >= 0 && n <= 2 && reopened_[n].valid()) return reopened_[n].get();
   for (const Stream& s : streams_)
     if (s.n == n) return s.theirs.get();
   return -1;
@@ -240,7 +190,6 @@ int StdioRelay::sandboxFd(int n) const {
 
 void StdioRelay::closeSandboxEnds() {
   for (Stream& s : streams_) s.theirs.reset();
-  for (UniqueFd& fd : reopened_) fd.reset();
 }
 
 Result<void> StdioRelay::startOutput() {

@@ -17,18 +17,15 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "sandbox/userns.h"
 
 namespace corral::sandbox {
 
-// True for an fd whose inode gives the sandbox nothing on the host (a pipe among them is
-// still reopened, see StdioRelay::reopened_): a connected AF_UNIX
-// stream or seqpacket socket (it reaches only its peer), an anonymous pipe the sandbox's host
-// uid cannot reopen (another owner, no group or other bits for it), or a character device the
-// caller does not own (/dev/null, /dev/zero). Regular files, named FIFOs, terminals the caller
-// owns, pipes the sandbox uid owns (every pipe of a rootless caller), TCP, UDP, datagram and
+// True for an fd whose inode gives the sandbox nothing on the host: a connected AF_UNIX
+// stream or seqpacket socket (it reaches only its peer), or a non-terminal character device
+// the caller does not own (/dev/null, /dev/zero). Regular files, pipes and named FIFOs (a pipe
+// can be resized or reopened by whoever holds it), terminals, TCP, UDP, datagram and
 // listening sockets (host-namespace network objects) and anything else are not.
-bool stdioSafeToHandOver(int fd, const userns::IdMapPlan& sandbox);
+bool stdioSafeToHandOver(int fd);
 
 class StdioRelay {
  public:
@@ -36,7 +33,7 @@ class StdioRelay {
   // pipe: the sandbox gets one end, which sandboxFd(n) returns (>= 3, as init requires).
   // file_size_limit: the run's --file-size, which the command's own writes would meet in a
   // regular file handed to it (RLIMIT_FSIZE); corral's relay into one holds to it too.
-  static Result<StdioRelay> plan(const int given[3], const userns::IdMapPlan& sandbox, uint64_t file_size_limit);
+  static Result<StdioRelay> plan(const int given[3], uint64_t file_size_limit);
 
   StdioRelay() = default;
   StdioRelay(StdioRelay&&) = default;
@@ -77,10 +74,6 @@ class StdioRelay {
   };
   void pumpIn(Stream& s, short revents_host, short revents_pipe);
   std::vector<Stream> streams_;
-  // A pipe handed over is reopened first (/proc/self/fd/N) where corral may: the sandbox gets
-  // an open file description of its own, so its fcntl(F_SETFL, O_NONBLOCK) cannot leave the
-  // caller's, and the next host reader or writer sharing it, non-blocking after the run.
-  UniqueFd reopened_[3];
   bool background_read_ = false;
   uint64_t file_size_limit_ = 0;
 };

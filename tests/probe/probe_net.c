@@ -2,6 +2,10 @@
 // corral-probe network ops: socket families, TCP and abstract-socket connects, interfaces.
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,11 +125,64 @@ static int op_net_ifaces(int argc, char **argv) {
   return probe_ok("count=%d ifaces=%s", count, out);
 }
 
+// Interface names as getifaddrs() reports them: glibc asks NETLINK_ROUTE (RTM_GETLINK and
+// RTM_GETADDR dumps), as if_nameindex(), libuv and `ip addr` do.
+static int op_getifaddrs(int argc, char **argv) {
+  (void)argv;
+  if (argc != 1) return probe_usage("getifaddrs");
+  struct ifaddrs *list = NULL;
+  if (getifaddrs(&list) != 0) return probe_errno(errno, NULL);
+  char out[1024] = "";
+  int count = 0;
+  for (struct ifaddrs *a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_PACKET) continue;  // one entry per link
+    size_t o = strlen(out);
+    snprintf(out + o, sizeof out - o, "%s%s", count++ ? "," : "", a->ifa_name);
+  }
+  freeifaddrs(list);
+  return probe_ok("count=%d ifaces=%s", count, out);
+}
+
+// A change through NETLINK_ROUTE: RTM_NEWLINK setting lo up. Harmless wherever it runs (lo is
+// up already, inside and on the host), but the kernel asks for CAP_NET_ADMIN over the
+// namespace before it looks at the request: EPERM without it, ok with it.
+static int op_netlink_change(int argc, char **argv) {
+  (void)argv;
+  if (argc != 1) return probe_usage("netlink-change");
+  int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd < 0) return probe_errno(errno, "stage=socket");
+  set_timeouts(fd);
+  struct {
+    struct nlmsghdr nh;
+    struct ifinfomsg ifi;
+  } req = {
+      .nh = {.nlmsg_len = sizeof req, .nlmsg_type = RTM_NEWLINK, .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1},
+      .ifi = {.ifi_family = AF_UNSPEC, .ifi_index = (int)if_nametoindex("lo"), .ifi_flags = IFF_UP, .ifi_change = IFF_UP},
+  };
+  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+  if (sendto(fd, &req, sizeof req, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+    int err = errno;
+    close(fd);
+    return probe_errno(err, "stage=send");
+  }
+  char buf[4096];
+  ssize_t n = recv(fd, buf, sizeof buf, 0);
+  int err = errno;
+  close(fd);
+  if (n < 0) return probe_errno(err, "stage=recv");
+  struct nlmsghdr *h = (struct nlmsghdr *)buf;
+  if (!NLMSG_OK(h, (size_t)n) || h->nlmsg_type != NLMSG_ERROR) return probe_refused("stage=ack");
+  int code = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+  return code == 0 ? probe_ok(NULL) : probe_errno(-code, "stage=ack");
+}
+
 const struct probe_op probe_net_ops[] = {
     {"socket", "FAMILY TYPE [PROTO] (unix inet inet6 packet netlink vsock key alg xdp ...)", op_socket},
     {"connect-tcp", "HOST PORT", op_connect_tcp},
     {"connect-abstract", "NAME", op_connect_abstract},
     {"loopback-selftest", "", op_loopback_selftest},
     {"net-ifaces", "", op_net_ifaces},
+    {"getifaddrs", "(interface names through NETLINK_ROUTE)", op_getifaddrs},
+    {"netlink-change", "(RTM_NEWLINK: set lo up)", op_netlink_change},
     {NULL, NULL, NULL},
 };

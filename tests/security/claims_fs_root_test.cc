@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Claims fs.fresh-root, fs.runtime-readonly, fs.minimal-etc, fs.dev-minimal.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <set>
 
 #include "harness.h"
@@ -123,7 +126,8 @@ TEST(FsRuntimeReadonly, ControlWorkspaceIsWritableAndHostUsrIsNotReadOnly) {
 
 // --- fs.minimal-etc ---
 
-const std::set<std::string> kEtcAllowed{"passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ssl", "alternatives"};
+const std::set<std::string> kEtcAllowed{"passwd",      "group", "hosts",        "nsswitch.conf", "ld.so.cache",
+                                        "ssl",         "alternatives", "services", "protocols"};
 
 TEST(FsMinimalEtc, EtcHoldsOnlyGeneratedFilesAndRuntimeLinks) {
   RunResult r = runProbe({}, {"listdir", "/etc"});
@@ -151,6 +155,30 @@ TEST(FsMinimalEtc, PasswdListsOnlyGeneratedUsers) {
   EXPECT_NE(r.probe().get("data").find("corral:x:1000:1000:"), std::string::npos) << r.describe();
 }
 
+// netbase's tables are bound in read-only: getservbyname and getprotobyname work, and the
+// files cannot be changed from inside.
+TEST(FsMinimalEtc, ServicesAndProtocolsAreTheHostsReadOnly) {
+  if (::access("/etc/services", R_OK) != 0 || ::access("/etc/protocols", R_OK) != 0)
+    GTEST_SKIP() << "the host has no /etc/services or /etc/protocols (netbase; scripts/bootstrap.sh installs it)";
+  const char script[] =
+      "import os, socket\n"
+      "out = ['ok', 'https=%d' % socket.getservbyname('https', 'tcp'), 'tcp=%d' % socket.getprotobyname('tcp')]\n"
+      "for f in ('/etc/services', '/etc/protocols'):\n"
+      "    try:\n"
+      "        open(f, 'a').close(); out.append('writable')\n"
+      "    except OSError as e:\n"
+      "        out.append('%s=%d' % (f.split('/')[-1], e.errno))\n"
+      "    out.append('%s_ro=%d' % (f.split('/')[-1], bool(os.statvfs(f).f_flag & os.ST_RDONLY)))\n"
+      "print(' '.join(out))\n";
+  RunResult r = runCorral({}, {"/usr/bin/python3", "-c", script});
+  ASSERT_TRUE(probeDid(r)) << "getservbyname fails inside" << r.describe();
+  EXPECT_EQ(r.probe().get("https"), "443") << r.describe();
+  EXPECT_EQ(r.probe().get("tcp"), "6") << r.describe();
+  EXPECT_FALSE(r.probe().word("writable")) << claim("fs.minimal-etc", "/etc/services or /etc/protocols is writable") << r.describe();
+  EXPECT_EQ(r.probe().get("services_ro"), "1") << claim("fs.minimal-etc", "/etc/services is not a read-only mount") << r.describe();
+  EXPECT_EQ(r.probe().get("protocols_ro"), "1") << claim("fs.minimal-etc", "/etc/protocols is not a read-only mount") << r.describe();
+}
+
 TEST(FsMinimalEtc, ControlHostEtcHasMore) {
   RunResult r = runHostProbe({"listdir", "/etc"});
   ASSERT_TRUE(probeDid(r));
@@ -160,7 +188,8 @@ TEST(FsMinimalEtc, ControlHostEtcHasMore) {
 
 // --- fs.dev-minimal ---
 
-const std::set<std::string> kDevAllowed{"null", "zero", "full", "random", "urandom", "fd", "stdin", "stdout", "stderr", "shm"};
+const std::set<std::string> kDevAllowed{"null",   "zero",   "full",   "random", "urandom", "fd",
+                                        "stdin",  "stdout", "stderr", "shm",    "pts",     "ptmx"};
 
 TEST(FsDevMinimal, DevHoldsOnlyTheAllowedNodes) {
   RunResult r = runProbe({}, {"listdir", "/dev"});
@@ -187,7 +216,7 @@ TEST(FsDevMinimal, DevicesAreTheRealCharacterDevices) {
 }
 
 TEST(FsDevMinimal, HostDevicesAreAbsent) {
-  for (const char* path : {"/dev/kmsg", "/dev/mem", "/dev/vda", "/dev/tty", "/dev/console", "/dev/kvm", "/dev/ptmx"}) {
+  for (const char* path : {"/dev/kmsg", "/dev/mem", "/dev/vda", "/dev/tty", "/dev/console", "/dev/kvm", "/dev/tty0"}) {
     RunResult r = runProbe({}, {"stat", path});
     EXPECT_TRUE(probeRefused(r, {"ENOENT"})) << claim("fs.dev-minimal", std::string(path) + " exists inside");
   }

@@ -79,6 +79,47 @@ TEST(UsernsUnprivilegedUid, RootControlTheSameSourceWithSearchForOthersIsBoundIn
   EXPECT_EQ(r.out, "SENTINEL-ROOT-ONLY\n") << "the bind over /etc/ssl did not reach the sandbox: the test above proves nothing";
 }
 
+// An operator-named --ro-bind under a directory only root may cross (/root/project): the path
+// to it is walked as the caller, so the bind works; what lies inside is still read as the
+// sandbox uid, so a root-only file or directory in it stays closed.
+struct RootOnlyProject {
+  TempDir outer{"rootonly-parent"};
+  std::string project = outer / "project";
+  RootOnlyProject() {
+    std::filesystem::create_directories(project + "/private");
+    outer.write("project/pub.txt", "PUBLIC\n", 0644);
+    outer.write("project/secret.txt", "SENTINEL-ROOT-ONLY\n", 0600);
+    outer.write("project/private/inner.txt", "SENTINEL-ROOT-ONLY\n", 0644);
+    ::chmod((project + "/private").c_str(), 0700);
+    ::chmod(outer.path().c_str(), 0700);
+  }
+  RunResult cat(const std::string& source) const {
+    return runCorral({"--ro-bind", source + ":/src"},
+                     {"/bin/sh", "-c", "cat /src/pub.txt; cat /src/secret.txt; cat /src/private/inner.txt; ls /src/private"});
+  }
+};
+
+TEST(UsernsUnprivilegedUid, RootARoBindUnderARootOnlyDirectoryWorksButItsFilesAreCheckedAsTheSandboxUid) {
+  if (!isRoot() || rootlessMode()) GTEST_SKIP() << "needs root: the uid 0 owner bits are the point";
+  RootOnlyProject p;
+  RunResult r = p.cat(p.project);
+  EXPECT_NE(r.exit_code, 125) << "an operator-named --ro-bind under a root-only directory was refused" << r.describe();
+  EXPECT_EQ(r.out, "PUBLIC\n") << claim("userns.unprivileged-uid", "a root-only file inside an --ro-bind was readable") << r.describe();
+  EXPECT_NE(r.err.find("secret.txt: Permission denied"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("private/inner.txt: Permission denied"), std::string::npos) << r.describe();
+}
+
+// Control: bound at the root-only directory itself, its own mode applies at the mount point.
+TEST(UsernsUnprivilegedUid, RootControlTheRootOnlyDirectoryItselfStaysClosed) {
+  if (!isRoot() || rootlessMode()) GTEST_SKIP() << "needs root";
+  RootOnlyProject p;
+  RunResult r = runCorral({"--ro-bind", p.outer.path() + ":/src"}, {"/bin/cat", "/src/project/pub.txt"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.describe();
+  RunResult host = run({"/bin/cat", p.project + "/secret.txt"});
+  EXPECT_EQ(host.out, "SENTINEL-ROOT-ONLY\n") << "control: root on the host reads the file";
+}
+
 TEST(UsernsUnprivilegedUid, ControlProbeSeesUidZeroWhenItIsRoot) {
   RunResult r = runHostProbe({"as-userns-root", "ids"});
   ASSERT_TRUE(probeDid(r));
