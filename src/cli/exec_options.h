@@ -10,6 +10,7 @@
 #include "net/lease_spec.h"
 #include "policy/egress_grant.h"
 #include "sandbox/spec.h"
+#include "vm/vm_options.h"
 
 namespace corral::cli {
 
@@ -23,6 +24,9 @@ struct ExecInvocation {
   std::vector<policy::egress::Grant> allow;  // --allow URL (needs --net proxy); empty: deny all
   std::vector<net::LeaseSpec> credentials;   // --credential (needs --net proxy)
   std::optional<std::string> lease_ca;       // --lease-ca FILE: CAs for lease upstreams (default: system)
+  bool backend_vm = false;                   // --backend vm: a QEMU microVM (vm/vm_backend.h); ns: the default
+  vm::VmOptions vm;                          // --vm-memory, --vm-cpus, --vm-kernel, --allow-weaker kvm
+  bool vm_options_given = false;             // any --vm-* or --allow-weaker kvm: needs --backend vm
 };
 
 // Options end at "--" or at the first argument that does not start with '-'; the rest is
