@@ -14,6 +14,7 @@ packages=(
   dpkg-dev lintian mmdebstrap man-db groff-base systemd node-spdx-license-ids node-spdx-exceptions
   wabt wasi-libc libclang-rt-14-dev-wasm32 lld-14
   netbase libpython3.11-testsuite nodejs
+  qemu-system-x86 linux-image-amd64 erofs-utils e2fsprogs
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)

@@ -69,7 +69,7 @@ Result<void> writeReport(const UniqueFd& fd, const std::string& path, const std:
 }
 
 int finish(const ExecInvocation& inv, const UniqueFd& report_fd, sandbox::RunReport report,
-           ExecEgress* egress = nullptr) {
+           ExecEgress* egress = nullptr, const nlohmann::ordered_json* backend_extra = nullptr) {
   if (egress) {
     if (auto stopped = egress->stop(); !stopped) {
       if (!report.error.empty()) errorLine(report.error);
@@ -81,6 +81,8 @@ int finish(const ExecInvocation& inv, const UniqueFd& report_fd, sandbox::RunRep
   if (inv.json || report_fd.valid()) {
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     if (egress) egress->addToReport(extra);
+    if (backend_extra)
+      for (const auto& [key, value] : backend_extra->items()) extra[key] = value;
     std::string json = renderReport(report, &extra);
     if (report_fd.valid()) {
       if (auto w = writeReport(report_fd, *inv.report_file, json); !w) {
@@ -91,6 +93,24 @@ int finish(const ExecInvocation& inv, const UniqueFd& report_fd, sandbox::RunRep
     if (inv.json) std::fprintf(stderr, "%s\n", json.c_str());
   }
   return report.exit_code;
+}
+
+// --backend vm: run_vm refuses what the VM cannot honour before anything starts. A run
+// under TCG says so on stderr: it is the weaker choice the caller accepted.
+int runVmBackend(const ExecInvocation& inv, const ExecEnvironment& env, const UniqueFd& report_fd) {
+  sandbox::RunReport failed;
+  if (inv.timing) failed.error = "--timing: not with --backend vm (the JSON report's vm.timings has the boot breakdown)";
+  else if (!env.run_vm) failed.error = "--backend vm: this corral binary has no VM backend";
+  if (!failed.error.empty()) return finish(inv, report_fd, failed);
+  auto run = env.run_vm(inv);
+  if (!run) {
+    failed.error = run.error().message();
+    return finish(inv, report_fd, failed);
+  }
+  if (run->extra["vm"].value("accelerator", "") == "tcg")
+    std::fprintf(stderr, "corral: level=warn event=vm accelerator=tcg reason=\"%s\"\n",
+                 oneLine(run->extra["vm"].value("kvm_unusable", "")).c_str());
+  return finish(inv, report_fd, run->report, nullptr, &run->extra);
 }
 
 }  // namespace
@@ -106,6 +126,7 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     std::fputs(execUsage().c_str(), stdout);
     return 0;
   }
+  if (inv.backend_vm && !env.run_vm && env.hand_off_vm) return env.hand_off_vm();
   sandbox::RunReport failed;
   UniqueFd report_fd;
   if (inv.report_file) {
@@ -120,6 +141,7 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     failed.error = ok.error().message();
     return finish(inv, report_fd, failed);
   }
+  if (inv.backend_vm) return runVmBackend(inv, env, report_fd);
   std::unique_ptr<ExecEgress> egress;
   if (inv.net_proxy) {
     auto started = env.start_egress(inv);

@@ -12,6 +12,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "vm/vm_backend.h"
 
 namespace corral::cli {
 
@@ -40,6 +41,10 @@ struct ExecEnvironment {
   // startExecEgress) or as a corral-core process beside the sandbox (the launcher,
   // startEgressProcess).
   std::function<Result<std::unique_ptr<ExecEgress>>(ExecInvocation&)> start_egress;
+  // --backend vm: corral-core runs the VM (run_vm); the launcher, which links no VM code,
+  // hands the whole command line to corral-core instead (hand_off_vm, returns on failure only).
+  std::function<Result<vm::VmRun>(const ExecInvocation&)> run_vm;
+  std::function<int()> hand_off_vm;
 };
 
 int execMain(const std::vector<std::string>& args, const ExecEnvironment& env);

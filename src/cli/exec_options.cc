@@ -194,6 +194,11 @@ Result<void> onRoBind(State& s, std::string_view opt, std::string_view v) {
 }
 
 Result<void> onAllowWeaker(State& s, std::string_view opt, std::string_view v) {
+  if (v == "kvm") {  // --backend vm: accept QEMU's TCG emulation where KVM is unusable
+    s.inv.vm.allow_tcg = true;
+    s.inv.vm_options_given = true;
+    return {};
+  }
   auto limit = sandbox::limitFromName(v);
   if (!limit)
     return withValue(opt, v,
@@ -201,6 +206,34 @@ Result<void> onAllowWeaker(State& s, std::string_view opt, std::string_view v) {
                              "workspace-size)"));
   auto& weaker = s.inv.spec.limits.allow_weaker;
   if (std::find(weaker.begin(), weaker.end(), *limit) == weaker.end()) weaker.push_back(*limit);
+  return {};
+}
+
+Result<void> onBackend(State& s, std::string_view opt, std::string_view v) {
+  if (v == "ns") return {};
+  if (v == "vm") {
+    s.inv.backend_vm = true;
+    return {};
+  }
+  return withValue(opt, v, invalid("not a backend (ns or vm)"));
+}
+Result<void> onVmMemory(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(s.inv.vm.memory_bytes, sandboxSize(opt, v));
+  if (s.inv.vm.memory_bytes < vm::kMinMemoryBytes || s.inv.vm.memory_bytes > vm::kMaxMemoryBytes)
+    return withValue(opt, v, invalid("not between 128M and 64G"));
+  s.inv.vm_options_given = true;
+  return {};
+}
+Result<void> onVmCpus(State& s, std::string_view opt, std::string_view v) {
+  ASSIGN_OR_RETURN(uint64_t n, parsed(opt, v, policy::parseCount(v, vm::kMaxCpus)));
+  s.inv.vm.cpus = static_cast<uint32_t>(n);
+  s.inv.vm_options_given = true;
+  return {};
+}
+Result<void> onVmKernel(State& s, std::string_view opt, std::string_view v) {
+  RETURN_IF_ERROR(checkHostPath(opt, v));
+  s.inv.vm.kernel = std::string(v);
+  s.inv.vm_options_given = true;
   return {};
 }
 
@@ -231,7 +264,7 @@ struct Option {
   Handler handle;
 };
 
-constexpr std::array<Option, 23> kOptions = {{
+constexpr std::array<Option, 27> kOptions = {{
     {"--workspace", true, false, onWorkspace},
     {"--output", true, true, onOutput},
     {"--net", true, false, onNet},
@@ -251,6 +284,10 @@ constexpr std::array<Option, 23> kOptions = {{
     {"--ro-bind", true, true, onRoBind},
     {"--allow-weaker", true, true, onAllowWeaker},
     {"--json", false, false, onJson},
+    {"--backend", true, false, onBackend},
+    {"--vm-memory", true, false, onVmMemory},
+    {"--vm-cpus", true, false, onVmCpus},
+    {"--vm-kernel", true, false, onVmKernel},
     {"--report", true, false, onReport},
     {"--timing", false, false, onTiming},
     {"--help", false, false, onHelp},
@@ -342,6 +379,8 @@ Result<ExecInvocation> parseExecArgs(const std::vector<std::string>& args) {
   }
   if (args[i].empty()) return invalid("command: the program name is empty");
   RETURN_IF_ERROR(checkNetwork(s));
+  if (s.inv.vm_options_given && !s.inv.backend_vm)
+    return invalid("--vm-memory, --vm-cpus, --vm-kernel and --allow-weaker kvm need --backend vm");
   s.inv.spec.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   s.inv.spec.env = policy::env::buildEnvironment(s.env);
   return std::move(s.inv);
@@ -370,6 +409,11 @@ std::string execUsage() {
   u += "  --workspace-size SIZE    size of /workspace (default: " + sizeText(d.workspace_bytes) + ")\n";
   u += "  --ro-bind HOST[:SANDBOX] make HOST readable at SANDBOX (default: same path; repeatable)\n";
   u += "  --allow-weaker LIMIT     accept a weaker mechanism for LIMIT, e.g. memory (repeatable)\n";
+  u += "  --backend ns|vm          ns: namespaces (default); vm: a QEMU microVM (docs/vm.md)\n";
+  u += "  --vm-memory SIZE         with --backend vm: the VM's RAM (default: 512M)\n";
+  u += "  --vm-cpus N              with --backend vm: its vCPUs (default: 1)\n";
+  u += "  --vm-kernel PATH         with --backend vm: the guest kernel (default: newest /boot/vmlinuz-*)\n";
+  u += "                           --allow-weaker kvm: run under TCG emulation where KVM is unusable\n";
   u += "  --json                   print a JSON report on stderr\n";
   u += "  --report FILE            write the JSON report to FILE\n";
   u += "  --help                   show this help\n";

@@ -11,6 +11,7 @@
 #include "policy/egress_grant.h"
 #include "policy/egress_internal.h"
 #include "sandbox/spec.h"
+#include "vm/vm_options.h"
 
 namespace corral::cli {
 
@@ -25,6 +26,9 @@ struct ExecInvocation {
   std::vector<policy::egress::Cidr> internal;  // --allow-internal CIDR (needs --net proxy and an --allow)
   std::vector<net::LeaseSpec> credentials;   // --credential (needs --net proxy)
   std::optional<std::string> lease_ca;       // --lease-ca FILE: CAs for lease upstreams (default: system)
+  bool backend_vm = false;                   // --backend vm: a QEMU microVM (vm/vm_backend.h); ns: the default
+  vm::VmOptions vm;                          // --vm-memory, --vm-cpus, --vm-kernel, --allow-weaker kvm
+  bool vm_options_given = false;             // any --vm-* or --allow-weaker kvm: needs --backend vm
 };
 
 // Options end at "--" or at the first argument that does not start with '-'; the rest is

@@ -59,7 +59,9 @@ int launcherMain(int argc, char** argv) {
   std::vector<std::string> rest(argv + 2, argv + argc);
   // A --net proxy run stays here too: its proxy is a corral-core process started beside the
   // sandbox (cli/egress_process.h).
-  return execMain(rest, {.start_egress = [&rest](ExecInvocation& inv) { return startEgressProcess(inv, rest); }});
+  return execMain(rest, {.start_egress = [&rest](ExecInvocation& inv) { return startEgressProcess(inv, rest); },
+                         .run_vm = {},
+                         .hand_off_vm = [argv] { return handOffOrFail(argv); }});
 }
 
 }  // namespace corral::cli

@@ -11,6 +11,7 @@
 #include "cli/doctor.h"
 #include "cli/egress_process.h"
 #include "cli/exec.h"
+#include "cli/exec_options.h"
 #include "cli/keygen.h"
 #include "cli/run.h"
 #include "cli/usage.h"
@@ -32,7 +33,12 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "exec")
-    return execMain(rest, {.start_egress = [](ExecInvocation& inv) { return startExecEgress(inv); }});
+    return execMain(rest, {.start_egress = [](ExecInvocation& inv) { return startExecEgress(inv); },
+                           .run_vm = [](const ExecInvocation& inv) -> Result<vm::VmRun> {
+                             RETURN_IF_ERROR(vm::checkSpec(inv.spec, inv.vm, inv.net_proxy));
+                             return vm::runVm(inv.spec, inv.vm);
+                           },
+                           .hand_off_vm = {}});
   if (cmd == "run") return runMain(rest);
   if (cmd == "doctor") return doctorMain(rest);
   if (cmd == "claims") return claimsMain(argc - 1, argv + 1);

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host <-> guest-agent control protocol over virtio-serial: length-prefixed frames and a
+// strict incremental parser (docs/vm.md, "Control protocol").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace corral::vm::frame {
+
+// A frame is a 4-byte big-endian length L, then L bytes: one type byte and L-1 payload bytes.
+inline constexpr size_t kHeaderBytes = 4;
+inline constexpr size_t kMaxPayload = 64 * 1024;  // bounds what a hostile guest makes the host buffer
+
+enum class Type : uint8_t {
+  // host -> guest
+  kRequest = 'R',  // JSON: the command, its environment, limits and declared outputs
+  // guest -> host
+  kHello = 'H',    // JSON: agent started (kernel release, guest devices, mounts)
+  kStarted = 'S',  // empty: the command is about to be executed
+  kStdout = 'O',   // bytes of the command's stdout
+  kStderr = 'E',   // bytes of the command's stderr
+  kOutput = 'F',   // JSON: a declared output follows (path, kind, links); its bytes in kData
+  kData = 'D',     // bytes of the current output
+  kExit = 'X',     // JSON: how the command ended (the guest's run report); the last frame
+};
+
+enum class Direction { kToGuest, kToHost };
+
+struct Frame {
+  Type type;
+  std::string payload;
+};
+
+std::string encode(Type type, std::string_view payload);
+
+// Feed bytes as they arrive; next() returns whole frames. Any malformed frame (a length of
+// 0 or above the cap, a type not valid in this direction) is an error, and the parser stays
+// failed: a stream that was once out of step cannot be trusted to be back in step.
+class Parser {
+ public:
+  explicit Parser(Direction accepting) : accepting_(accepting) {}
+  void feed(std::string_view bytes) { buf_.append(bytes); }
+  // A frame, nothing yet (std::nullopt), or why the stream is refused.
+  Result<std::optional<Frame>> next();
+  size_t buffered() const { return buf_.size(); }
+
+ private:
+  Direction accepting_;
+  std::string buf_;
+  size_t pos_ = 0;
+  bool failed_ = false;
+};
+
+bool validType(uint8_t type, Direction d);
+
+}  // namespace corral::vm::frame

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// corral-vm-init: the guest agent, PID 1 of the microVM. Mounts the read-only runtime and the
+// workspace disk, speaks the control protocol on the corral.ctl virtio-serial port, and runs
+// the command through corral's own namespace sandbox (sandbox::runLinux) inside the guest.
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "sandbox/linux_backend.h"
+#include "vm/frame.h"
+#include "vm/protocol.h"
+
+namespace corral::vm::guest {
+namespace {
+
+// Errors before the control channel is open can only go to the kernel log (no console is
+// attached by default); the host sees the guest die and reports the boot as failed.
+void kmsg(const std::string& line) {
+  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string m = "corral-vm-init: " + line + "\n";
+  (void)!::write(fd, m.data(), m.size());
+  ::close(fd);
+}
+
+[[noreturn]] void powerOff() {
+  ::sync();
+  ::reboot(RB_POWER_OFF);
+  for (;;) ::pause();  // reboot() does not return to PID 1 unless it failed; the host kills QEMU then
+}
+
+std::string readSmall(const std::string& path) {
+  std::string out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && out.size() < 65536) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+std::vector<std::string> listDir(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') out.push_back(e->d_name);
+  ::closedir(d);
+  return out;
+}
+
+// Modules in the order the host's image builder resolved from modules.dep (/modules/order).
+void loadModules() {
+  std::string order = readSmall("/modules/order");
+  size_t start = 0;
+  while (start < order.size()) {
+    size_t end = order.find('\n', start);
+    if (end == std::string::npos) end = order.size();
+    std::string name = order.substr(start, end - start);
+    start = end + 1;
+    if (name.empty()) continue;
+    int fd = ::open(("/modules/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      kmsg("open module " + name + ": " + std::strerror(errno));
+      continue;
+    }
+    if (::syscall(SYS_finit_module, fd, "", 0) != 0 && errno != EEXIST) kmsg("load " + name + ": " + std::strerror(errno));
+    ::close(fd);
+  }
+}
+
+// devtmpfs creates nodes as drivers probe; wait (bounded) for the ones we need.
+bool waitFor(const std::string& path) {
+  for (int i = 0; i < 3000; ++i) {
+    if (::access(path.c_str(), F_OK) == 0) return true;
+    ::usleep(2000);
+  }
+  return false;
+}
+
+std::string findControlPort() {
+  for (int i = 0; i < 3000; ++i) {
+    for (const std::string& port : listDir("/sys/class/virtio-ports"))
+      if (readSmall("/sys/class/virtio-ports/" + port + "/name") == "corral.ctl" && ::access(("/dev/" + port).c_str(), F_OK) == 0)
+        return "/dev/" + port;
+    ::usleep(2000);
+  }
+  return "";
+}
+
+class Channel {
+ public:
+  explicit Channel(UniqueFd fd) : fd_(std::move(fd)) {}
+  bool send(frame::Type t, std::string_view payload) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string bytes = frame::encode(t, payload);
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = ::write(fd_.get(), bytes.data() + off, bytes.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Sends data in chunks no larger than a frame's cap.
+  bool sendChunked(frame::Type t, std::string_view data) {
+    for (size_t off = 0; off < data.size(); off += frame::kMaxPayload)
+      if (!send(t, data.substr(off, frame::kMaxPayload))) return false;
+    return true;
+  }
+  Result<frame::Frame> receive() {
+    frame::Parser parser(frame::Direction::kToGuest);
+    char buf[65536];
+    for (;;) {
+      ASSIGN_OR_RETURN(auto f, parser.next());
+      if (f) return std::move(*f);
+      ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error(Errc::kIo, "control channel closed");
+      parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+  }
+
+ private:
+  UniqueFd fd_;
+  std::mutex mu_;
+};
+
+// Relays the command's stdout and stderr pipes into frames until both reach EOF.
+void relay(Channel& ch, int out, int err) {
+  pollfd fds[2] = {{out, POLLIN, 0}, {err, POLLIN, 0}};
+  int open = 2;
+  char buf[frame::kMaxPayload];
+  while (open > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        ch.send(i == 0 ? frame::Type::kStdout : frame::Type::kStderr, std::string_view(buf, static_cast<size_t>(n)));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+}
+
+void sendOutputs(Channel& ch, const std::vector<std::string>& outputs) {
+  for (const std::string& rel : outputs) {
+    const std::string path = "/ws/" + rel;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) continue;  // missing: the host's copy-back says so
+    protocol::OutputHeader h{rel, protocol::OutputKind::kOther, st.st_nlink, 0};
+    std::string data;
+    if (S_ISREG(st.st_mode)) {
+      h.kind = protocol::OutputKind::kFile;
+      int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) continue;
+      char buf[65536];
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof buf)) > 0) data.append(buf, static_cast<size_t>(n));
+      ::close(fd);
+    } else if (S_ISLNK(st.st_mode)) {
+      h.kind = protocol::OutputKind::kSymlink;
+      char target[4096];
+      ssize_t n = ::readlink(path.c_str(), target, sizeof target);
+      if (n > 0) data.assign(target, static_cast<size_t>(n));
+    } else if (S_ISDIR(st.st_mode)) {
+      h.kind = protocol::OutputKind::kDir;
+    }
+    h.size = data.size();
+    ch.send(frame::Type::kOutput, protocol::encodeOutputHeader(h));
+    ch.sendChunked(frame::Type::kData, data);
+  }
+}
+
+protocol::Hello hello() {
+  protocol::Hello h;
+  utsname u{};
+  if (::uname(&u) == 0) h.kernel = u.release;
+  for (const std::string& d : listDir("/sys/bus/virtio/devices"))
+    h.devices.push_back(readSmall("/sys/bus/virtio/devices/" + d + "/device"));
+  h.pci = listDir("/sys/bus/pci/devices");
+  std::string mounts = readSmall("/proc/mounts");
+  size_t start = 0;
+  while (start < mounts.size()) {
+    size_t end = mounts.find('\n', start);
+    if (end == std::string::npos) end = mounts.size();
+    std::string line = mounts.substr(start, end - start);
+    start = end + 1;
+    size_t a = line.find(' '), b = a == std::string::npos ? a : line.find(' ', a + 1);
+    size_t c = b == std::string::npos ? b : line.find(' ', b + 1);
+    if (c != std::string::npos) h.fs_types.push_back(line.substr(b + 1, c - b - 1));
+  }
+  return h;
+}
+
+int agent(int argc, char** argv) {
+  sandbox::rememberProcessArgs(argc, argv);
+  // PID 1 starts with the kernel's default RLIMIT_NPROC (scaled to guest RAM); the command's
+  // --pids is the limit that counts, set by the sandbox below, so lift the init's own.
+  const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+  ::setrlimit(RLIMIT_NPROC, &unlimited);
+  // The initramfs is the kernel's rootfs, which pivot_root cannot leave, and the sandbox
+  // below pivots: so build the real root on a tmpfs and move onto it (as switch_root does).
+  ::mount("tmpfs", "/newroot", "tmpfs", MS_NOSUID, "mode=0755,size=1m");
+  for (const char* d : {"dev", "proc", "sys", "tmp", "usr", "ws", "etc", "root"}) ::mkdir((std::string("/newroot/") + d).c_str(), 0755);
+  for (const char* l : {"bin", "sbin", "lib", "lib64"})
+    ::symlink((std::string("usr/") + l).c_str(), (std::string("/newroot/") + l).c_str());
+  ::mount("devtmpfs", "/newroot/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755");
+  if (int null = ::open("/newroot/dev/null", O_RDWR); null >= 0) {
+    for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+    if (null > 2) ::close(null);
+  }
+  ::mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  ::mount("sysfs", "/newroot/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  loadModules();
+  if (::chdir("/newroot") != 0 || ::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) {
+    kmsg(std::string("switch root: ") + std::strerror(errno));
+    powerOff();
+  }
+  // The runtime: read-only erofs on the first disk, never writable from the guest.
+  if (!waitFor("/dev/vda") || ::mount("/dev/vda", "/usr", "erofs", MS_RDONLY | MS_NODEV, nullptr) != 0) {
+    kmsg(std::string("mount /usr: ") + std::strerror(errno));
+    powerOff();
+  }
+  ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=16m");
+  ::mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  const std::string port = findControlPort();
+  if (port.empty()) {
+    kmsg("no corral.ctl virtio-serial port");
+    powerOff();
+  }
+  Channel ch(UniqueFd(::open(port.c_str(), O_RDWR | O_CLOEXEC)));
+  ch.send(frame::Type::kHello, protocol::encodeHello(hello()));
+  auto req = ch.receive();
+  if (!req || req->type != frame::Type::kRequest) powerOff();
+  auto decoded = protocol::decodeRequest(req->payload);
+  sandbox::RunReport failed;
+  if (!decoded) {
+    failed.error = decoded.error().message();
+    ch.send(frame::Type::kExit, protocol::encodeExit(failed));
+    powerOff();
+  }
+  sandbox::SandboxSpec spec = std::move(*decoded);
+  if (::access("/dev/vdb", F_OK) == 0 || waitFor("/dev/vdb")) {
+    if (::mount("/dev/vdb", "/ws", "ext4", MS_NOSUID | MS_NODEV, nullptr) != 0) {
+      failed.error = std::string("mount the workspace disk: ") + std::strerror(errno);
+      ch.send(frame::Type::kExit, protocol::encodeExit(failed));
+      powerOff();
+    }
+    spec.workspace = "/ws";
+  }
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) powerOff();
+  spec.stdio.out = out[1];
+  spec.stdio.err = err[1];
+  std::thread relayer(relay, std::ref(ch), out[0], err[0]);
+  sandbox::RunOptions options;
+  options.before_command = [&ch](int) -> Result<void> {
+    ch.send(frame::Type::kStarted, "");
+    return {};
+  };
+  auto report = sandbox::runLinux(spec, options);
+  ::close(out[1]);
+  ::close(err[1]);
+  relayer.join();
+  if (report) sendOutputs(ch, spec.outputs);
+  if (!report) failed.error = report.error().message();
+  ch.send(frame::Type::kExit, protocol::encodeExit(report ? *report : failed));
+  powerOff();
+}
+
+}  // namespace
+}  // namespace corral::vm::guest
+
+int main(int argc, char** argv) {
+  if (::getpid() != 1) {
+    std::fprintf(stderr, "corral-vm-init: the guest agent runs only as PID 1 of a corral microVM\n");
+    return 125;
+  }
+  return corral::vm::guest::agent(argc, argv);
+}

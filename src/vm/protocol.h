@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// The JSON payloads of the control protocol: the host's request, the guest's hello, output
+// headers and exit report. Decoding is strict: the guest is untrusted (docs/vm.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "sandbox/spec.h"
+
+namespace corral::vm::protocol {
+
+// Host -> guest: what to run. Only the fields the VM backend honours (vm_options.h refuses
+// the rest before anything starts).
+std::string encodeRequest(const sandbox::SandboxSpec& spec);
+Result<sandbox::SandboxSpec> decodeRequest(std::string_view json);  // guest side
+
+struct Hello {
+  std::string kernel;                 // uname -r in the guest
+  std::vector<std::string> devices;   // virtio device ids present (/sys/bus/virtio/devices)
+  std::vector<std::string> pci;       // PCI devices (none expected on microvm)
+  std::vector<std::string> fs_types;  // file system types mounted in the guest
+};
+std::string encodeHello(const Hello& h);
+Result<Hello> decodeHello(std::string_view json);
+
+enum class OutputKind { kFile, kSymlink, kDir, kOther };
+struct OutputHeader {
+  std::string path;  // as declared (workspace-relative)
+  OutputKind kind = OutputKind::kFile;
+  uint64_t links = 1;  // st_nlink in the guest
+  uint64_t size = 0;   // bytes that follow in kData frames (file content or link target)
+};
+std::string encodeOutputHeader(const OutputHeader& h);
+Result<OutputHeader> decodeOutputHeader(std::string_view json);
+
+// Guest -> host: the guest's run report; outputs are the host's own business (copy-back).
+std::string encodeExit(const sandbox::RunReport& r);
+Result<sandbox::RunReport> decodeExit(std::string_view json);
+
+}  // namespace corral::vm::protocol

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// QEMU's command line for one microVM: microvm machine, virtio-mmio devices only, no
+// defaults, direct kernel boot, QEMU's own seccomp sandbox. Pure: a plan in, argv out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corral::vm {
+
+struct QemuPlan {
+  std::string qemu;        // the binary (a path inside QEMU's jail)
+  bool kvm = false;        // else TCG
+  uint64_t memory_mib = 512;
+  uint32_t cpus = 1;
+  std::string kernel, initrd, rootfs, workspace;  // paths inside the jail
+};
+
+// The guest kernel's command line: as short as Debian's kernel allows. Under TCG the TSC and
+// the delay loop are given, not calibrated: microvm has no PIT or HPET to calibrate against,
+// and the kernel otherwise waits forever for a timer it cannot measure.
+std::string kernelCommandLine(bool kvm);
+
+// The control channel is QEMU's stdin and stdout (chardev stdio): the jail passes no other fd.
+std::vector<std::string> qemuArgs(const QemuPlan& plan);
+
+}  // namespace corral::vm

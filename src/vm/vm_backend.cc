@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: Apache-2.0
+// Launch order of a VM run: accelerator, images, jailed QEMU, control protocol, copy-back.
+#include "vm/vm_backend.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+
+#include "base/remove_tree.h"
+#include "base/unique_fd.h"
+#include "sandbox/host_cgroups.h"
+#include "sandbox/linux_backend.h"
+#include "sandbox/userns.h"
+#include "sandbox/workspace.h"
+#include "vm/accel.h"
+#include "vm/frame.h"
+#include "vm/images.h"
+#include "vm/output_receiver.h"
+#include "vm/protocol.h"
+#include "vm/qemu_command.h"
+
+namespace corral::vm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+constexpr int kExitCorral = 125;
+constexpr int kExitTimeout = 124;
+// QEMU's own memory beside the guest's RAM: its code, device state, TCG's translation
+// buffer (capped with tb-size) and thread stacks.
+constexpr uint64_t kQemuOverheadBytes = 256ull << 20;
+// The host watchdog: how long a guest may take to boot (agent hello), and how long past the
+// command's own --timeout the guest may take to report it.
+constexpr auto kBootDeadlineKvm = std::chrono::seconds(30);
+constexpr auto kBootDeadlineTcg = std::chrono::seconds(300);
+constexpr auto kTimeoutGrace = std::chrono::seconds(10);
+
+double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// The per-run directory (workspace image, staging tree), removed with everything in it.
+class RunDir {
+ public:
+  static Result<RunDir> create() {
+    const char* t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t == '/' ? t : "/tmp") + "/corral-vm-run-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) return sysError("mkdtemp " + tmpl);
+    RunDir d;
+    d.path_ = tmpl;
+    return d;
+  }
+  RunDir() = default;
+  RunDir(RunDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  RunDir& operator=(RunDir&&) = delete;
+  ~RunDir() {
+    if (path_.empty()) return;
+    UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.valid()) removeContents(fd.get());
+    ::rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The jailer: a child process that runs QEMU in corral's namespace sandbox. It dies with
+// corral (PR_SET_PDEATHSIG), and the sandbox's init dies with it, so no QEMU survives.
+class Jailer {
+ public:
+  Jailer() = default;
+  Jailer(Jailer&& o) noexcept : pid_(std::exchange(o.pid_, -1)) {}
+  Jailer& operator=(Jailer&&) = delete;
+  ~Jailer() { kill(); }
+  static Result<Jailer> start(const sandbox::SandboxSpec& qemu_spec, UniqueFd channel, UniqueFd err_w) {
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) return sysError("fork the QEMU jailer");
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(kExitCorral);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      sandbox::SandboxSpec s = qemu_spec;
+      const int out = ::fcntl(channel.get(), F_DUPFD_CLOEXEC, 3);
+      s.stdio = {channel.get(), out, err_w.get()};
+      auto r = sandbox::runLinux(s, {});
+      if (!r) {
+        std::string m = "corral: QEMU jail: " + r.error().message() + "\n";
+        (void)!::write(err_w.get(), m.data(), m.size());
+        ::_exit(kExitCorral);
+      }
+      ::_exit(r->exit_code & 0xff);
+    }
+    Jailer j;
+    j.pid_ = pid;
+    return j;
+  }
+  pid_t pid() const { return pid_; }
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Blocks the signals a user ends a run with and reads them from a signalfd.
+class Signals {
+ public:
+  Signals() {
+    sigemptyset(&set_);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set_, s);
+    ::sigprocmask(SIG_BLOCK, &set_, &old_);
+    fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+  }
+  ~Signals() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  Signals(const Signals&) = delete;
+  Signals& operator=(const Signals&) = delete;
+  int fd() const { return fd_.get(); }
+
+ private:
+  sigset_t set_, old_;
+  UniqueFd fd_;
+};
+
+bool writeAll(int fd, std::string_view data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool sendFrame(int fd, frame::Type t, std::string_view payload) {
+  std::string bytes = frame::encode(t, payload);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The sandbox's uid must reach every file QEMU opens; as root that uid is not root's, and
+// root's cache dir is 0700. So the run dir belongs to the sandbox's host uid and holds the
+// images as hard links (a copy when the cache is on another file system).
+Result<std::string> placeInRunDir(const std::string& src, const RunDir& dir, const char* name) {
+  const std::string dst = dir.path() + "/" + name;
+  if (::link(src.c_str(), dst.c_str()) == 0) return dst;
+  UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return sysError("open " + src);
+  UniqueFd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!out.valid()) return sysError("create " + dst);
+  struct stat st;
+  if (::fstat(in.get(), &st) != 0) return sysError("stat " + src);
+  off_t left = st.st_size;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, static_cast<size_t>(left), 0);
+    if (n <= 0) return sysError("copy " + src);
+    left -= n;
+  }
+  return dst;
+}
+
+struct Images {
+  std::string kernel_source;  // as chosen, before it is placed in the run dir
+  std::string kernel, release, initrd, rootfs, workspace;
+};
+
+Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& vm, const RunDir& dir, Json& timings) {
+  const auto t0 = Clock::now();
+  Images im;
+  if (vm.kernel) {
+    im.kernel = *vm.kernel;
+  } else {
+    ASSIGN_OR_RETURN(im.kernel, images::defaultKernel());
+  }
+  ASSIGN_OR_RETURN(im.release, images::kernelRelease(im.kernel));
+  im.kernel_source = im.kernel;
+  ASSIGN_OR_RETURN(std::string cache, images::cacheDir());
+  ASSIGN_OR_RETURN(std::string agent, agentPath());
+  ASSIGN_OR_RETURN(std::string initrd, images::initramfs(cache, agent, im.release));
+  ASSIGN_OR_RETURN(std::string rootfs, images::rootfs(cache));
+  ASSIGN_OR_RETURN(im.initrd, placeInRunDir(initrd, dir, "initrd"));
+  ASSIGN_OR_RETURN(im.rootfs, placeInRunDir(rootfs, dir, "rootfs"));
+  ASSIGN_OR_RETURN(im.kernel, placeInRunDir(im.kernel, dir, "kernel"));
+  timings["images_ms"] = msSince(t0);
+  const auto t1 = Clock::now();
+  // The disk goes in as QEMU's own /workspace (staged sparse, so only written blocks take
+  // memory): QEMU writes it there, in its jail's tmpfs, and the host never reads it back.
+  im.workspace = dir.path() + "/disk";
+  if (::mkdir(im.workspace.c_str(), 0700) != 0) return sysError("mkdir " + im.workspace);
+  RETURN_IF_ERROR(images::workspaceImage(spec.workspace.value_or(""), spec.limits.workspace_bytes, im.workspace + "/workspace.img"));
+  if (::getuid() == 0) {
+    const uid_t sandbox_uid = sandbox::userns::planIdMap(0, 0).host_uid;
+    if (::chown(dir.path().c_str(), sandbox_uid, sandbox_uid) != 0) return sysError("chown the VM run directory");
+  }
+  timings["workspace_image_ms"] = msSince(t1);
+  return im;
+}
+
+// QEMU's jail: a namespace sandbox like any other (own user, mount, pid, network and IPC
+// namespaces, seccomp, no capabilities), seeing the read-only runtime it runs from and the
+// four files it boots, nothing else of the host. Its private /tmp holds the workspace overlay.
+sandbox::SandboxSpec qemuSpec(const Images& im, const AccelProbe& accel, const VmOptions& vm,
+                              const sandbox::SandboxSpec& spec, std::chrono::milliseconds watchdog) {
+  QemuPlan plan;
+  plan.qemu = accel.qemu;
+  plan.kvm = accel.kind == AccelProbe::Kind::kKvm;
+  plan.memory_mib = vm.memory_bytes >> 20;
+  plan.cpus = vm.cpus;
+  plan.kernel = "/vm/kernel";
+  plan.initrd = "/vm/initrd";
+  plan.rootfs = "/vm/rootfs";
+  plan.workspace = "/workspace/workspace.img";
+  sandbox::SandboxSpec q;
+  q.argv = qemuArgs(plan);
+  q.env = {"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/workspace"};
+  q.ro_binds = {{im.kernel, "/vm/kernel"}, {im.initrd, "/vm/initrd"}, {im.rootfs, "/vm/rootfs"}};
+  q.workspace = im.workspace;
+  q.limits.memory_bytes = vm.memory_bytes + kQemuOverheadBytes;
+  // Without a memory cgroup the cap is RLIMIT_AS on QEMU, which the run reports.
+  q.limits.allow_weaker = {sandbox::Limit::kMemory};
+  q.limits.pids = 64 + vm.cpus;
+  q.limits.timeout = watchdog;
+  q.limits.tmp_bytes = 1u << 20;
+  q.limits.file_size_bytes = spec.limits.workspace_bytes + (1u << 20);
+  q.limits.workspace_bytes = spec.limits.workspace_bytes + (1u << 20);
+  return q;
+}
+
+void addLimit(sandbox::RunReport& r, sandbox::Limit l, std::optional<uint64_t> v, const std::string& mech) {
+  for (sandbox::LimitUse& u : r.limits)
+    if (u.limit == l) {
+      u.mechanism = mech;
+      u.value = v;
+      return;
+    }
+  r.limits.push_back({l, v, mech});
+}
+
+}  // namespace
+
+Result<std::string> agentPath() {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return sysError("cannot find corral-vm-init: readlink /proc/self/exe");
+  std::string p(self, static_cast<size_t>(n));
+  p = p.substr(0, p.rfind('/') + 1) + "corral-vm-init";
+  if (::access(p.c_str(), R_OK) != 0) return sysError("the guest agent " + p);
+  return p;
+}
+
+Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
+  const auto started = Clock::now();
+  VmRun run;
+  run.extra["backend"] = "vm";
+  run.extra["vm"] = Json::object();
+  Json& vmj = run.extra["vm"];  // taken last: ordered_json moves its members when one is added
+  const AccelProbe accel = probeAccel();
+  if (accel.kind == AccelProbe::Kind::kUnavailable)
+    return Error(Errc::kUnsupported, "--backend vm: no VM here: " + accel.detail + " (" + accel.fix + ")");
+  const bool kvm = accel.kind == AccelProbe::Kind::kKvm;
+  if (!kvm && !vm.allow_tcg)
+    return Error(Errc::kUnsupported, "--backend vm: KVM is unusable (" + accel.detail +
+                                         "); --allow-weaker kvm accepts QEMU's TCG emulation instead");
+  vmj["accelerator"] = kvm ? "kvm" : "tcg";
+  if (!kvm) vmj["kvm_unusable"] = accel.detail;
+  vmj["memory_bytes"] = vm.memory_bytes;
+  vmj["cpus"] = vm.cpus;
+
+  UniqueFd host_ws;
+  if (spec.workspace) {
+    ASSIGN_OR_RETURN(host_ws, sandbox::workspace::openHostDir(*spec.workspace));
+  }
+  ASSIGN_OR_RETURN(RunDir dir, RunDir::create());
+  Json timings = Json::object();
+  ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, dir, timings));
+  const std::string kernel_source = im.kernel_source;
+  vmj["kernel"] = vm.kernel ? *vm.kernel : kernel_source;
+  vmj["kernel_release"] = im.release;
+  const std::string staging = dir.path() + "/outputs";
+  if (::mkdir(staging.c_str(), 0700) != 0) return sysError("mkdir " + staging);
+  ASSIGN_OR_RETURN(OutputReceiver outputs, OutputReceiver::create(staging, spec.outputs, spec.limits.workspace_bytes));
+
+  const auto boot_deadline = kvm ? kBootDeadlineKvm : kBootDeadlineTcg;
+  const std::chrono::milliseconds command_allowance =
+      spec.limits.timeout ? *spec.limits.timeout + kTimeoutGrace : std::chrono::milliseconds(0);
+  // The jail's own timer is the outermost watchdog; the supervisor's deadlines below fire first.
+  const auto jail_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      boot_deadline + (spec.limits.timeout ? command_allowance : std::chrono::hours(24 * 366)) + std::chrono::seconds(30));
+
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
+  UniqueFd ctl(pair[0]), ctl_child(pair[1]);
+  int errp[2];
+  if (::pipe2(errp, O_CLOEXEC) != 0) return sysError("pipe");
+  UniqueFd err_r(errp[0]), err_w(errp[1]);
+  Signals signals;
+  const auto qemu_start = Clock::now();
+  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuSpec(im, accel, vm, spec, jail_timeout), std::move(ctl_child), std::move(err_w)));
+  ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
+
+  sandbox::RunReport& report = run.report;
+  frame::Parser parser(frame::Direction::kToHost);
+  std::string qemu_err;
+  bool hello = false, command_started = false, done = false;
+  std::optional<Clock::time_point> command_deadline;
+  std::optional<Error> failure;
+  std::optional<int> by_signal;
+  bool watchdog_fired = false;
+  char buf[65536];
+  while (!done && !failure && !by_signal && !watchdog_fired) {
+    const auto now = Clock::now();
+    const auto deadline = command_deadline ? *command_deadline : qemu_start + boot_deadline;
+    if (!command_started && !hello && now >= qemu_start + boot_deadline) {
+      failure = Error(Errc::kIo, "--backend vm: the guest did not boot within " +
+                                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(boot_deadline).count()) + " s");
+      break;
+    }
+    if (command_deadline && now >= *command_deadline) {
+      watchdog_fired = true;
+      break;
+    }
+    const int wait_ms = (hello && !command_deadline) ? -1
+                        : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    pollfd fds[3] = {{ctl.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    if (::poll(fds, 3, wait_ms) < 0) {
+      if (errno == EINTR) continue;
+      failure = sysError("poll");
+      break;
+    }
+    if (fds[2].revents & POLLIN) {
+      signalfd_siginfo si{};
+      if (::read(signals.fd(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) by_signal = static_cast<int>(si.ssi_signo);
+      break;
+    }
+    if (fds[1].revents & (POLLIN | POLLHUP)) {
+      ssize_t n = ::read(err_r.get(), buf, sizeof buf);
+      if (n > 0 && qemu_err.size() < 4096) qemu_err.append(buf, static_cast<size_t>(n));
+      if (n == 0) fds[1].fd = -1;
+    }
+    if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    ssize_t n = ::read(ctl.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = qemu_err.substr(0, qemu_err.find('\n'));
+      failure = Error(Errc::kIo, "--backend vm: the VM ended before the command finished" + (why.empty() ? "" : ": " + why));
+      break;
+    }
+    parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+    for (;;) {
+      auto next = parser.next();
+      if (!next) {
+        failure = next.error();
+        break;
+      }
+      if (!*next) break;
+      frame::Frame& f = **next;
+      // Order is part of the protocol: hello first, then the command's output, outputs, exit.
+      if (f.type == frame::Type::kHello) {
+        if (hello) {
+          failure = Error(Errc::kIo, "control channel: a second hello");
+          break;
+        }
+        auto h = protocol::decodeHello(f.payload);
+        if (!h) {
+          failure = h.error();
+          break;
+        }
+        hello = true;
+        timings["agent_hello_ms"] = msSince(qemu_start);
+        vmj["guest_kernel"] = h->kernel;
+        vmj["guest_devices"] = h->devices;
+        vmj["guest_pci_devices"] = h->pci;
+        vmj["guest_fs_types"] = h->fs_types;
+        if (!sendFrame(ctl.get(), frame::Type::kRequest, protocol::encodeRequest(spec))) {
+          failure = Error(Errc::kIo, "control channel: cannot send the request");
+          break;
+        }
+        continue;
+      }
+      if (!hello) {
+        failure = Error(Errc::kIo, "control channel: a frame before the agent's hello");
+        break;
+      }
+      if (f.type == frame::Type::kStarted) {
+        if (command_started) {
+          failure = Error(Errc::kIo, "control channel: a second start");
+          break;
+        }
+        command_started = true;
+        timings["command_start_ms"] = msSince(qemu_start);
+        if (spec.limits.timeout) command_deadline = Clock::now() + command_allowance;
+      } else if (f.type == frame::Type::kStdout || f.type == frame::Type::kStderr) {
+        writeAll(f.type == frame::Type::kStdout ? 1 : 2, f.payload);
+      } else if (f.type == frame::Type::kOutput || f.type == frame::Type::kData) {
+        auto ok = f.type == frame::Type::kOutput ? outputs.onHeader(f.payload) : outputs.onData(f.payload);
+        if (!ok) {
+          failure = ok.error();
+          break;
+        }
+      } else if (f.type == frame::Type::kExit) {
+        auto r = protocol::decodeExit(f.payload);
+        if (!r) {
+          failure = r.error();
+          break;
+        }
+        if (auto fin = outputs.finish(); !fin) {
+          failure = fin.error();
+          break;
+        }
+        report = std::move(*r);
+        done = true;
+        break;
+      }
+    }
+  }
+  // The guest has nothing left to say: stop it now rather than wait for its power-off.
+  jailer.kill();
+  timings["total_ms"] = msSince(qemu_start);
+  vmj["timings"] = timings;
+  report.wall_ms = msSince(started);
+  if (by_signal) {
+    report = {};
+    report.wall_ms = msSince(started);
+    report.signal = *by_signal;
+    report.killed_by = sandbox::KilledBy::kSignal;
+    report.exit_code = 128 + *by_signal;
+    report.error = "--backend vm: ended by signal " + std::to_string(*by_signal) + "; the VM was killed";
+    return run;
+  }
+  if (watchdog_fired) {
+    report = {};
+    report.wall_ms = msSince(started);
+    report.killed_by = sandbox::KilledBy::kTimeout;
+    report.exit_code = kExitTimeout;
+    addLimit(report, sandbox::Limit::kTimeout, static_cast<uint64_t>(spec.limits.timeout->count()), "host watchdog (VM killed)");
+    return run;
+  }
+  if (failure) {
+    if (!command_started) return *failure;
+    report = {};
+    report.wall_ms = msSince(started);
+    report.exit_code = kExitCorral;
+    report.error = failure->message();
+    return run;
+  }
+  // What the guest enforced, and what the VM itself is.
+  addLimit(report, sandbox::Limit::kMemory, spec.limits.memory_bytes ? spec.limits.memory_bytes : vm.memory_bytes,
+           spec.limits.memory_bytes ? "guest cgroup-v2 within the VM's RAM (--vm-memory)" : "the VM's RAM (--vm-memory)");
+  if (spec.limits.timeout)
+    addLimit(report, sandbox::Limit::kTimeout, static_cast<uint64_t>(spec.limits.timeout->count()), "guest timer + host watchdog");
+  addLimit(report, sandbox::Limit::kWorkspaceSize, spec.limits.workspace_bytes, "guest tmpfs + ext4 disk size");
+  if (report.exit_code != kExitCorral && spec.workspace && !spec.outputs.empty()) {
+    report.outputs = sandbox::workspace::copyBack(outputs.root(), host_ws.get(), spec.outputs);
+    for (const sandbox::OutputResult& o : report.outputs)
+      if (o.status == sandbox::OutputResult::Status::kRefused) {
+        report.exit_code = kExitCorral;
+        report.error = "output " + o.path + " refused: " + o.reason;
+        break;
+      }
+  }
+  return run;
+}
+
+}  // namespace corral::vm
