@@ -12,6 +12,10 @@
 #include "sandbox/linux_backend.h"
 #include "sandbox/workspace.h"
 #include "cli/option_echo.h"
+#include "vm/accel.h"
+#include "vm/images.h"
+#include "vm/tool.h"
+#include "vm/vm_backend.h"
 
 namespace corral::cli {
 namespace {
@@ -49,6 +53,23 @@ std::pair<bool, std::string> smokeTest() {
   if (!r) return {false, r.error().message()};
   if (r->exit_code != 0) return {false, "/bin/true exited " + std::to_string(r->exit_code) + " " + r->error};
   return {true, "a default sandbox ran /bin/true"};
+}
+
+// --backend vm: "kvm", "tcg only" (why KVM is unusable) or "unavailable", with the fix.
+nlohmann::json vmState() {
+  vm::AccelProbe p = vm::probeAccel();
+  // Without a guest kernel, the image tool or the agent there is no VM, whatever the accelerator.
+  for (auto missing : {vm::images::defaultKernel().ok() ? std::optional<Error>{} : vm::images::defaultKernel().error(),
+                       vm::findTool({"/usr/bin/mkfs.erofs", "/usr/sbin/mkfs.erofs"}, "erofs-utils").ok()
+                           ? std::optional<Error>{}
+                           : vm::findTool({"/usr/bin/mkfs.erofs"}, "erofs-utils").error(),
+                       vm::agentPath().ok() ? std::optional<Error>{} : vm::agentPath().error()}) {
+    if (!missing || p.kind == vm::AccelProbe::Kind::kUnavailable) continue;
+    p.kind = vm::AccelProbe::Kind::kUnavailable;
+    p.detail = missing->message();
+    p.fix = "run scripts/bootstrap.sh (qemu-system-x86, linux-image-amd64, erofs-utils) and build corral-vm-init";
+  }
+  return {{"state", vm::accelName(p.kind)}, {"detail", p.detail}, {"fix", p.fix}};
 }
 
 }  // namespace
@@ -89,6 +110,7 @@ int doctorMain(const std::vector<std::string>& args) {
                     {"v1_memsw", h.cgroups.v1_memsw}};
     j["limits"] = limitMechanisms(h);
     j["default_exec"] = {{"ok", smoke_ok}, {"detail", smoke_detail}};
+    j["vm"] = vmState();
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("corral doctor (uid %u)\n\nfacilities:\n", ::getuid());
@@ -102,6 +124,9 @@ int doctorMain(const std::vector<std::string>& args) {
     for (auto it = limits.begin(); it != limits.end(); ++it)
       std::printf("  %-15s %s\n", it.key().c_str(), it.value().get<std::string>().c_str());
     std::printf("\ndefault exec: %s (%s)\n", smoke_ok ? "ok" : "REFUSED", oneLine(smoke_detail).c_str());
+    const nlohmann::json v = vmState();
+    std::printf("vm: %s (%s)%s%s\n", v["state"].get<std::string>().c_str(), v["detail"].get<std::string>().c_str(),
+                v["fix"].get<std::string>().empty() ? "" : "; fix: ", v["fix"].get<std::string>().c_str());
   }
   if (!smoke_ok) {
     std::fprintf(stderr, "corral: doctor: a default `corral exec` would be refused here: %s\n", oneLine(smoke_detail).c_str());

@@ -17,7 +17,9 @@ std::vector<std::string> qemuArgs(const QemuPlan& p) {
       p.qemu,
       "-M", "microvm,x-option-roms=off,isa-serial=off,rtc=off",
       "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-      "-accel", p.kvm ? "kvm" : "tcg",
+      // tb-size: TCG's translation cache (MiB), 1 GiB by default, which would not fit under
+      // the jail's RLIMIT_AS when no memory cgroup caps QEMU instead.
+      "-accel", p.kvm ? "kvm" : "tcg,tb-size=64",
       "-cpu", p.kvm ? "host" : "max",
       "-m", std::to_string(p.memory_mib) + "M",
       "-smp", std::to_string(p.cpus),

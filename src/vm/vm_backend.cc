@@ -41,6 +41,9 @@ constexpr int kExitTimeout = 124;
 // QEMU's own memory beside the guest's RAM: its code, device state, TCG's translation
 // buffer (capped with tb-size) and thread stacks.
 constexpr uint64_t kQemuOverheadBytes = 256ull << 20;
+// Without a memory cgroup the cap is RLIMIT_AS, which counts address space QEMU reserves but
+// never touches (thread stacks, the translation cache's guard pages, ROM regions).
+constexpr uint64_t kQemuAddressSpaceBytes = 1ull << 30;
 // The host watchdog: how long a guest may take to boot (agent hello), and how long past the
 // command's own --timeout the guest may take to report it.
 constexpr auto kBootDeadlineKvm = std::chrono::seconds(30);
@@ -226,7 +229,7 @@ Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& 
 // namespaces, seccomp, no capabilities), seeing the read-only runtime it runs from and the
 // four files it boots, nothing else of the host. Its private /tmp holds the workspace overlay.
 sandbox::SandboxSpec qemuSpec(const Images& im, const AccelProbe& accel, const VmOptions& vm,
-                              const sandbox::SandboxSpec& spec, std::chrono::milliseconds watchdog) {
+                              const sandbox::SandboxSpec& spec, std::chrono::milliseconds watchdog, uint64_t qemu_memory) {
   QemuPlan plan;
   plan.qemu = accel.qemu;
   plan.kvm = accel.kind == AccelProbe::Kind::kKvm;
@@ -241,7 +244,7 @@ sandbox::SandboxSpec qemuSpec(const Images& im, const AccelProbe& accel, const V
   q.env = {"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/workspace"};
   q.ro_binds = {{im.kernel, "/vm/kernel"}, {im.initrd, "/vm/initrd"}, {im.rootfs, "/vm/rootfs"}};
   q.workspace = im.workspace;
-  q.limits.memory_bytes = vm.memory_bytes + kQemuOverheadBytes;
+  q.limits.memory_bytes = qemu_memory;
   // Without a memory cgroup the cap is RLIMIT_AS on QEMU, which the run reports.
   q.limits.allow_weaker = {sandbox::Limit::kMemory};
   q.limits.pids = 64 + vm.cpus;
@@ -290,6 +293,15 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   vmj["accelerator"] = kvm ? "kvm" : "tcg";
   if (!kvm) vmj["kvm_unusable"] = accel.detail;
   vmj["memory_bytes"] = vm.memory_bytes;
+  uint64_t qemu_memory = 0;
+  {
+    const sandbox::cgroup::HostCgroups cg = sandbox::cgroup::detect();
+    const bool cgroup = cg.memory.version != sandbox::cgroup::Version::kNone;
+    qemu_memory = vm.memory_bytes + (cgroup ? kQemuOverheadBytes : kQemuAddressSpaceBytes);
+    vmj["qemu_memory_limit"] = {{"value", qemu_memory},
+                                {"mechanism", cgroup ? std::string("cgroup-") + sandbox::cgroup::versionName(cg.memory.version)
+                                                     : std::string("rlimit-as")}};
+  }
   vmj["cpus"] = vm.cpus;
 
   UniqueFd host_ws;
@@ -321,7 +333,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   UniqueFd err_r(errp[0]), err_w(errp[1]);
   Signals signals;
   const auto qemu_start = Clock::now();
-  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuSpec(im, accel, vm, spec, jail_timeout), std::move(ctl_child), std::move(err_w)));
+  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuSpec(im, accel, vm, spec, jail_timeout, qemu_memory), std::move(ctl_child), std::move(err_w)));
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
 
   sandbox::RunReport& report = run.report;

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fuzzes the VM control channel as a hostile guest would feed it: the frame parser, fed in
+// arbitrary splits, and every guest payload decoder.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "check.h"
+#include "vm/frame.h"
+#include "vm/protocol.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace corral::vm;
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  frame::Parser parser(frame::Direction::kToHost);
+  size_t split = size ? data[0] % 17 + 1 : 1;
+  bool failed = false;
+  size_t frames = 0;
+  for (size_t off = 0; off < in.size() && !failed; off += split) {
+    parser.feed(in.substr(off, split));
+    for (;;) {
+      auto f = parser.next();
+      if (!f.ok()) {
+        failed = true;
+        PROPERTY(!parser.next().ok(), "the parser accepted input after refusing a frame");
+        break;
+      }
+      if (!*f) break;
+      ++frames;
+      const frame::Frame& fr = **f;
+      PROPERTY(frame::validType(static_cast<uint8_t>(fr.type), frame::Direction::kToHost), "a frame of an invalid type came out");
+      PROPERTY(fr.payload.size() <= frame::kMaxPayload, "a frame above the cap came out");
+      // Re-encoding what came out gives back the bytes that went in for it.
+      PROPERTY(frame::encode(fr.type, fr.payload).size() == fr.payload.size() + frame::kHeaderBytes + 1, "encode size");
+      (void)protocol::decodeHello(fr.payload);
+      (void)protocol::decodeOutputHeader(fr.payload);
+      auto exit = protocol::decodeExit(fr.payload);
+      if (exit.ok()) PROPERTY(exit->exit_code >= 0 && exit->exit_code <= 255, "exit code out of range");
+    }
+  }
+  PROPERTY(parser.buffered() <= size, "the parser holds more than it was fed");
+  (void)frames;
+  return 0;
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// Claims vm.outputs-copy-back-checked and vm.control-frames-checked from the host's side: a
+// hostile guest's frames fed to the same parser, output receiver and copy-back a run uses.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sandbox/workspace.h"
+#include "vm/frame.h"
+#include "vm/output_receiver.h"
+#include "vm/protocol.h"
+
+namespace corral::testing {
+namespace {
+
+using corral::vm::OutputReceiver;
+namespace protocol = corral::vm::protocol;
+namespace frame = corral::vm::frame;
+
+struct HostileRun {
+  TempDir staging{"vm-staging"}, host{"vm-hostws"};
+  std::vector<std::string> outputs;
+  std::optional<OutputReceiver> rx;
+  explicit HostileRun(std::vector<std::string> declared, uint64_t max = 1 << 20) : outputs(std::move(declared)) {
+    auto r = OutputReceiver::create(staging.path(), outputs, max);
+    if (r) rx.emplace(std::move(*r));
+  }
+  Result<void> send(const std::string& path, protocol::OutputKind kind, const std::string& data, uint64_t links = 1) {
+    RETURN_IF_ERROR(rx->onHeader(protocol::encodeOutputHeader({path, kind, links, data.size()})));
+    if (!data.empty()) RETURN_IF_ERROR(rx->onData(data));
+    return {};
+  }
+  std::vector<sandbox::OutputResult> copyBack() {
+    UniqueFd host_fd(::open(host.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    return sandbox::workspace::copyBack(rx->root(), host_fd.get(), outputs);
+  }
+};
+
+// --- vm.outputs-copy-back-checked ---
+
+TEST(VmOutputsCopyBackChecked, HostileGuestSymlinkHardLinkAndFifoRefusedByCopyBack) {
+  for (auto [kind, data, links] : std::vector<std::tuple<protocol::OutputKind, std::string, uint64_t>>{
+           {protocol::OutputKind::kSymlink, "/etc/shadow", 1},
+           {protocol::OutputKind::kFile, "secret", 2},
+           {protocol::OutputKind::kOther, "", 1},
+           {protocol::OutputKind::kDir, "", 1}}) {
+    HostileRun run({"out.txt"});
+    ASSERT_TRUE(run.rx);
+    ASSERT_TRUE(run.send("out.txt", kind, data, links));
+    auto results = run.copyBack();
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].status, sandbox::OutputResult::Status::kRefused)
+        << claim("vm.outputs-copy-back-checked", "copy-back took a hostile " + std::to_string(static_cast<int>(kind)));
+    EXPECT_FALSE(run.host.exists("out.txt")) << claim("vm.outputs-copy-back-checked", "a refused output reached the host");
+  }
+}
+
+TEST(VmOutputsCopyBackChecked, HostileGuestUndeclaredOrEscapingPathRefusedByTheReceiver) {
+  for (const std::string& path : {"other.txt", "../out.txt", "/etc/passwd", "a/../out.txt", "out.txt/", ""}) {
+    HostileRun run({"out.txt"});
+    ASSERT_TRUE(run.rx);
+    EXPECT_FALSE(run.send(path, protocol::OutputKind::kFile, "x")) << claim("vm.outputs-copy-back-checked", "accepted path '" + path + "'");
+  }
+  HostileRun twice({"out.txt"});
+  ASSERT_TRUE(twice.send("out.txt", protocol::OutputKind::kFile, "a"));
+  EXPECT_FALSE(twice.send("out.txt", protocol::OutputKind::kFile, "b")) << claim("vm.outputs-copy-back-checked", "an output sent twice");
+  HostileRun big({"out.txt"}, 4);
+  EXPECT_FALSE(big.send("out.txt", protocol::OutputKind::kFile, "12345")) << claim("vm.outputs-copy-back-checked", "outputs past the workspace size");
+  HostileRun overrun({"out.txt"});
+  ASSERT_TRUE(overrun.rx->onHeader(protocol::encodeOutputHeader({"out.txt", protocol::OutputKind::kFile, 1, 2})));
+  EXPECT_FALSE(overrun.rx->onData("123")) << claim("vm.outputs-copy-back-checked", "more data than announced");
+}
+
+// Control: an honest regular file passes the same path.
+TEST(VmOutputsCopyBackChecked, ControlARegularFileIsCopied) {
+  HostileRun run({"dir/out.txt"});
+  ASSERT_TRUE(run.send("dir/out.txt", protocol::OutputKind::kFile, "hello"));
+  ASSERT_TRUE(run.rx->finish());
+  auto results = run.copyBack();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, sandbox::OutputResult::Status::kCopied) << results[0].reason;
+  EXPECT_EQ(run.host.read("dir/out.txt"), "hello");
+}
+
+// --- vm.control-frames-checked ---
+
+std::string rawFrame(uint32_t len, char type, const std::string& payload) {
+  std::string s;
+  for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>((len >> shift) & 0xff));
+  s.push_back(type);
+  return s + payload;
+}
+
+TEST(VmControlFramesChecked, MalformedGuestFramesRefusedAndTheStreamStaysRefused) {
+  for (const std::string& bad : {rawFrame(0, 'H', ""), rawFrame(frame::kMaxPayload + 2, 'O', ""), rawFrame(2, 'R', "x"),
+                                 rawFrame(2, 'Z', "x"), rawFrame(0xffffffffu, 'D', "")}) {
+    frame::Parser p(frame::Direction::kToHost);
+    p.feed(bad);
+    auto f = p.next();
+    EXPECT_FALSE(f.ok()) << claim("vm.control-frames-checked", "accepted a malformed frame");
+    p.feed(frame::encode(frame::Type::kStdout, "after"));
+    EXPECT_FALSE(p.next().ok()) << claim("vm.control-frames-checked", "the stream recovered after a malformed frame");
+  }
+  for (const std::string& json : {"", "[]", "{\"exit_code\": -1}", "{\"exit_code\": 0}", "not json",
+                                  "{\"exit_code\":0,\"command_status\":0,\"signal\":null,\"killed_by\":\"bogus\"}"})
+    EXPECT_FALSE(protocol::decodeExit(json).ok()) << claim("vm.control-frames-checked", "accepted exit report " + json);
+  EXPECT_FALSE(protocol::decodeHello("{\"kernel\": 1}").ok());
+  EXPECT_FALSE(protocol::decodeOutputHeader("{\"path\":\"a\",\"kind\":\"socket\",\"links\":1,\"size\":0}").ok());
+}
+
+// Control: well-formed frames, split at every byte, parse back exactly.
+TEST(VmControlFramesChecked, ControlWellFormedFramesParseAtAnySplit) {
+  const std::string bytes = frame::encode(frame::Type::kHello, "{}") + frame::encode(frame::Type::kStdout, std::string(1000, 'x'));
+  for (size_t cut = 0; cut <= bytes.size(); cut += 97) {
+    frame::Parser p(frame::Direction::kToHost);
+    p.feed(bytes.substr(0, cut));
+    std::vector<frame::Frame> got;
+    for (auto f = p.next(); f.ok() && *f; f = p.next()) got.push_back(**f);
+    p.feed(bytes.substr(cut));
+    for (auto f = p.next(); f.ok() && *f; f = p.next()) got.push_back(**f);
+    ASSERT_EQ(got.size(), 2u) << "cut at " << cut;
+    EXPECT_EQ(got[1].payload.size(), 1000u);
+  }
+  sandbox::RunReport r;
+  r.exit_code = 3;
+  r.command_status = 3;
+  auto back = protocol::decodeExit(protocol::encodeExit(r));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->exit_code, 3);
+}
+
+}  // namespace
+}  // namespace corral::testing
