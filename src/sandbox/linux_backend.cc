@@ -142,11 +142,18 @@ Error setupError(const sync::Message& m, const mountns::Plan& plan, const Sandbo
   if (m.step >= 0 && static_cast<size_t>(m.step) < plan.steps.size()) {
     const mountns::Step& s = plan.steps[static_cast<size_t>(m.step)];
     what = s.what;
+    // Host sources are named as they are; paths in the new root without its staging prefix.
+    const bool host_path = s.op == mountns::Op::kCloneTree || s.op == mountns::Op::kCheckReach;
     if (s.a) {
       std::string path = s.a;
-      if (path.rfind(plan.root, 0) == 0 && path != plan.root) path = path.substr(plan.root.size());
+      if (!host_path && path.rfind(plan.root + "/", 0) == 0) path = path.substr(plan.root.size());
       what += std::string(" (") + path + ")";
     }
+    // The path to an --ro-bind source is walked as the caller's uid, but without its
+    // capabilities (init is already in the sandbox's user namespace): say so, and what to do.
+    if (m.err == EACCES && s.op == mountns::Op::kCloneTree && std::string_view(s.what).find("--ro-bind") != std::string_view::npos)
+      return Error(m.err, "sandbox setup: " + what + " (corral walks an --ro-bind path as the caller's uid without its "
+                              "capabilities: every directory on the way must let that uid search it)");
   } else if (m.step == sync::kStepExec) {
     what = "exec " + spec.argv.front();
   } else {

@@ -5,6 +5,7 @@
 # something passes under bubblewrap but not under corral, unless docs/compat.md lists it
 # with the claim that requires the difference.
 import argparse
+import fnmatch
 import os
 import re
 import shutil
@@ -12,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 
 PY = "/usr/bin/python3"
 # The CPython modules of issue #26: process, terminal, socket, file and memory interfaces.
@@ -52,32 +52,54 @@ class Runner:
 
 # ---- CPython's regression tests -------------------------------------------------------------
 
+# unittest's verbose lines: "test_x (test.test_os.Class.test_x) ... ok". A test with a
+# docstring has it on the next line, before " ... ok"; a test that prints has its verdict on a
+# later line of its own.
+CASE = re.compile(r"^(\w+) \((test\.[\w.]+)\)(.*)$")
+VERDICT = re.compile(r"(?:^|\.\.\. )(ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$")
+
+
+def verdict(text):
+    if text in ("ok", "expected failure"):
+        return "pass"
+    if text.startswith("skipped"):
+        return "skip"
+    if text in ("FAIL", "ERROR", "unexpected success"):
+        return "fail"
+    return None
+
+
+def parse_verbose(log):
+    """{test id: "pass" | "fail" | "skip"} from regrtest -v output."""
+    results, pending = {}, None
+    for line in log.splitlines():
+        m = CASE.match(line)
+        if m:
+            tid = m.group(2)
+            if not tid.endswith("." + m.group(1)):
+                tid = tid + "." + m.group(1)
+            pending = tid
+            line = m.group(3)
+        if pending:
+            v = VERDICT.search(line.strip())
+            if v and verdict(v.group(1)):
+                results[pending], pending = verdict(v.group(1)), None
+    return results
+
+
 def cpython_results(runner, modules, jobs, timeout):
-    """{test id: "pass" | "fail" | "skip"} from regrtest's JUnit output, plus the raw log."""
+    """{test id: status} for every test regrtest ran (None when it ran none), plus its log."""
     work = tempfile.mkdtemp(prefix="compat-cpython-")
     os.chmod(work, 0o755)
     try:
-        # regrtest's own log goes to stderr; stdout carries the JUnit XML alone.
-        script = ("%s -m test -j%d --timeout %d --junit-xml /tmp/junit.xml %s 1>&2; "
-                  "cat /tmp/junit.xml" % (PY, jobs, timeout, " ".join(modules)))
-        code, out, err = runner.run(["/bin/sh", "-c", script], work if runner.name == "corral" else work, timeout + 60)
+        argv = [PY, "-m", "test", "-v", "-j%d" % jobs, "--timeout", str(timeout)] + modules
+        code, out, err = runner.run(argv, work, timeout + 60)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results = {}
-    try:
-        root = ET.fromstring(out.decode("utf-8", "replace"))
-    except ET.ParseError:
-        return None, err.decode("utf-8", "replace")[-4000:]
-    for case in root.iter("testcase"):
-        tid = case.get("name", "")
-        # regrtest names cases by their unittest id: test.test_os.TestClass.test_name
-        status = "pass"
-        if case.find("failure") is not None or case.find("error") is not None:
-            status = "fail"
-        elif case.find("skipped") is not None:
-            status = "skip"
-        results[tid] = status
-    return results, err.decode("utf-8", "replace")[-4000:]
+    log = out.decode("utf-8", "replace")
+    results = parse_verbose(log)
+    tail = (log[-3000:] + err.decode("utf-8", "replace")[-1000:])
+    return (results or None), tail
 
 
 # ---- real tools -------------------------------------------------------------------------------
@@ -135,7 +157,8 @@ def known_differences(doc, claim_ids):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if not line.startswith("|") or len(cells) != 4 or set(cells[0]) <= set("-: ") or cells[0] == "Tool or test":
             continue
-        name = cells[0].strip("`")
+        quoted = re.match(r"`([^`]+)`", cells[0])  # the id (or glob) in backticks, then any note
+        name = quoted.group(1) if quoted else cells[0]
         if cells[1] == cells[2]:
             continue  # the same under both: documentation, not a difference
         named = [c for c in re.findall(r"`([a-z]+\.[a-z0-9-]+)`", cells[3]) if c in claim_ids]
@@ -193,30 +216,38 @@ def main():
         for r in runners:
             results, log = cpython_results(r, args.modules, args.jobs, args.timeout)
             if results is None:
-                problems.append("%s: regrtest wrote no JUnit XML; its log ends:\n%s" % (r.name, log))
+                problems.append("%s: regrtest reported no test; its log ends:\n%s" % (r.name, log))
                 continue
             for tid, status in results.items():
                 rows.setdefault(tid, {})[r.name] = status
     elapsed = time.monotonic() - started
 
+    def listed_as(name):  # a row may be a glob: test.test_socket.*UDPLITE*
+        return next((k for k in known if fnmatch.fnmatchcase(name, k)), None)
+
     regressions, listed, stale = [], [], []
     for name in sorted(rows):
         got = rows[name]
         c, b = got.get("corral", "missing"), got.get("bwrap", "missing")
+        row = listed_as(name)
         if c == "fail" or (c == "missing" and b == "pass"):
-            if b == "pass" and name not in known:
+            if b == "pass" and row is None:
                 regressions.append((name, c, b))
-            elif name in known:
-                listed.append((name, c, b))
-        elif name in known and c == "pass":
+            elif row is not None:
+                listed.append((row, c, b))
+        elif row is not None and c == "pass" and b == "pass":
             stale.append(name)
     counts = {r.name: {} for r in runners}
     for got in rows.values():
         for rn, st in got.items():
             counts[rn][st] = counts[rn].get(st, 0) + 1
     print("compat %s: %d entries in %.0fs; corral %s; bwrap %s" % (args.suite, len(rows), elapsed, counts["corral"], counts["bwrap"]))
-    for name, c, b in listed:
-        print("  known difference (docs/compat.md): %s: corral %s, bwrap %s" % (name, c, b))
+    per_row = {}
+    for row, c, b in listed:
+        per_row.setdefault((row, c, b), 0)
+        per_row[(row, c, b)] += 1
+    for (row, c, b), n in sorted(per_row.items()):
+        print("  known difference (docs/compat.md): %s: %d test(s), corral %s, bwrap %s" % (row, n, c, b))
     for name in stale:
         print("  note: docs/compat.md lists %s, which passed under corral in this run" % name)
     for p in problems:

@@ -120,6 +120,18 @@ TEST(UsernsUnprivilegedUid, RootControlTheRootOnlyDirectoryItselfStaysClosed) {
   EXPECT_EQ(host.out, "SENTINEL-ROOT-ONLY\n") << "control: root on the host reads the file";
 }
 
+// The one case still refused: a directory on the way that root reaches only through
+// CAP_DAC_OVERRIDE (another user's 0700 directory). One line that says why and what to do.
+TEST(UsernsUnprivilegedUid, RootARoBindBehindAnotherUsersPrivateDirectoryIsRefusedWithTheReason) {
+  if (!isRoot() || rootlessMode()) GTEST_SKIP() << "needs root to make another user's directory";
+  RootOnlyProject p;
+  ASSERT_EQ(::chown(p.outer.path().c_str(), 4321, 4321), 0);
+  RunResult r = p.cat(p.project);
+  EXPECT_EQ(r.exit_code, 125) << r.describe();
+  EXPECT_NE(r.err.find("every directory on the way must let that uid search it"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.out.find("PUBLIC"), std::string::npos) << r.describe();
+}
+
 TEST(UsernsUnprivilegedUid, ControlProbeSeesUidZeroWhenItIsRoot) {
   RunResult r = runHostProbe({"as-userns-root", "ids"});
   ASSERT_TRUE(probeDid(r));
