@@ -10,6 +10,7 @@ packages=(
   libssl-dev libcap-dev libcurl4-openssl-dev libidn2-dev libunistring-dev libboost-dev
   bubblewrap crun util-linux iproute2 python3 curl git strace openssl
   clang-14 libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
+  libsodium-dev libsqlite3-dev libpq-dev postgresql  # the marketplace (src/market/)
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)

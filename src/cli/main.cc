@@ -12,6 +12,7 @@
 #include "cli/egress_process.h"
 #include "cli/exec.h"
 #include "cli/keygen.h"
+#include "cli/market.h"
 #include "cli/run.h"
 #include "cli/usage.h"
 #include "cli/verify.h"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "claims") return claimsMain(argc - 1, argv + 1);
   if (cmd == "verify") return verifyMain(rest);
   if (cmd == "keygen") return keygenMain(rest);
+  if (cmd == "market") return marketMain(rest);
   std::fprintf(stderr, "corral: internal error: no handler for a known command\n");
   return 125;
 }
