@@ -7,7 +7,7 @@
 #include <random>
 
 #include "market/ledger.h"
-#include "market_fixture.h"
+#include "market_server.h"
 
 namespace corral::market::testing {
 namespace {
@@ -109,6 +109,32 @@ TEST_P(MarketCrashRecovery, ControlWithoutRecoveryTheDamageIsVisible) {
   ASSERT_TRUE(restarted->market->recover().ok());
   EXPECT_EQ(*ledger::balance(*restarted->db, ledger::kPlatformCaptured), 0);
   EXPECT_EQ(*ledger::balance(*restarted->db, ledger::sellerPayable(seller.agent.id)), 90);
+}
+
+// The real server process: SIGKILLed between capture and transfer while answering the
+// verdict, then started again on the same database.
+TEST_P(MarketCrashRecovery, ServerProcessKilledMidSettlementRecoversAtRestart) {
+  auto server = ServerProcess::start(env_->url, *tmp_, {}, {"CORRAL_MARKET_FAILPOINT=settle.captured"});
+  ASSERT_NE(server, nullptr);
+  const client::Identity buyer = registerViaCli(*server, *tmp_, "buyer", 5000);
+  const client::Identity seller = registerViaCli(*server, *tmp_, "seller");
+  const client::Identity judge = registerViaCli(*server, *tmp_, "judge");
+  const HttpCycle c = httpCycle(server->url(), buyer, seller, judge, "meets_requirements");
+  EXPECT_FALSE(c.verdict.ok()) << "the server answered a verdict it should have died in";
+  (void)server->stop();
+  EXPECT_EQ(server->termSignal(), SIGKILL);
+  EXPECT_EQ(*ledger::balance(*env_->db, ledger::kPlatformCaptured), 1000) << "control: killed after the capture";
+  EXPECT_EQ(*ledger::balance(*env_->db, ledger::sellerPayable(seller.agent_id)), 0) << "control: before the transfer";
+
+  auto restarted = ServerProcess::start(env_->url, *tmp_);  // recovery runs before it listens
+  ASSERT_NE(restarted, nullptr);
+  auto t = client::Http(restarted->url(), buyer.api_key).get("/v1/tasks/" + c.task);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->body["task"]["state"], "settled") << "market.crash-recovery broken: the settlement was not completed";
+  EXPECT_EQ(*ledger::balance(*env_->db, ledger::sellerPayable(seller.agent_id)), 900);
+  EXPECT_EQ(*ledger::balance(*env_->db, ledger::kPlatformCaptured), 0);
+  auto check = corralMarket({"ledger", "check", "--db", env_->url});
+  EXPECT_EQ(check.exit_code, 0) << check.describe();
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ corral::testing::RunResult corralMarket(const std::vector<std::string>& args, co
 }
 
 std::unique_ptr<ServerProcess> ServerProcess::start(const std::string& db_url, const corral::testing::TempDir& tmp,
-                                                    const std::vector<std::string>& extra) {
+                                                    const std::vector<std::string>& extra,
+                                                    const std::vector<std::string>& env_extra) {
   static std::atomic<int> n{0};
   auto s = std::make_unique<ServerProcess>();
   s->admin_ = tmp / ("admin-" + std::to_string(n++) + ".sock");
@@ -27,6 +28,7 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const std::string& db_url, c
   argv.insert(argv.end(), extra.begin(), extra.end());
   corral::testing::RunOptions o;
   o.deadline = std::chrono::milliseconds(600'000);
+  o.env_extra = env_extra;
   s->proc_.emplace(corral::testing::Process::start(argv, o));
   auto line = s->proc_->readLine(std::chrono::milliseconds(120'000));
   const std::string marker = "listening on 127.0.0.1:";
@@ -48,14 +50,47 @@ std::string ServerProcess::stop() {
   proc_->signal(SIGTERM);
   auto r = proc_->wait();
   log_ = r.err;
+  term_signal_ = r.term_signal;
   return log_;
 }
 
 void ServerProcess::kill9() {
   proc_->signal(SIGKILL);
-  auto r = proc_->wait();
-  log_ = r.err;
-  stopped_ = true;
+  (void)stop();
+}
+
+HttpCycle httpCycle(const std::string& url, const client::Identity& buyer, const client::Identity& seller,
+                    const client::Identity& judge, const std::string& reason) {
+  HttpCycle c;
+  const client::Http b(url, buyer.api_key), s(url, seller.api_key), j(url, judge.api_key);
+  const std::string k = keys::newSymmetricKey();
+  auto posted = b.post("/v1/tasks", {{"title", "t"}, {"max_price", 1000}, {"deadline", 4000000000LL},
+                                     {"body_ct", keys::toBase64(keys::secretSeal(k, "body"))}});
+  if (!posted || posted->status != 201) {
+    ADD_FAILURE() << "post refused";
+    return c;
+  }
+  c.task = posted->body["task"]["id"];
+  const std::string t = "/v1/tasks/" + c.task;
+  const keys::KeyPair runner = keys::newKeyPair(), jr = keys::newKeyPair();
+  const std::string r = keys::newSymmetricKey();
+  const std::pair<const client::Http*, std::pair<std::string, nlohmann::json>> steps[] = {
+      {&s, {"/claim", {{"runner_key", keys::toHex(runner.public_key)}}}},
+      {&b, {"/key", {{"wrap", keys::toBase64(*keys::sealTo(runner.public_key, k))}}}},
+      {&s, {"/result", {{"result_ct", keys::toBase64(keys::secretSeal(r, "answer"))},
+                        {"result_key_wrap", keys::toBase64(*keys::sealTo(buyer.kp.public_key, r))}}}},
+      {&j, {"/review", {{"runner_key", keys::toHex(jr.public_key)}}}},
+      {&b, {"/judge-key", {{"wrap", keys::toBase64(*keys::sealTo(jr.public_key, k + r))}}}},
+  };
+  for (const auto& [who, step] : steps) {
+    auto res = who->post(t + step.first, step.second);
+    if (!res || res->status != 200) {
+      ADD_FAILURE() << "step " << step.first << " refused";
+      return c;
+    }
+  }
+  c.verdict = j.post(t + "/verdict", {{"reason", reason}});
+  return c;
 }
 
 client::Identity registerViaCli(const ServerProcess& s, const corral::testing::TempDir& tmp, const std::string& role,

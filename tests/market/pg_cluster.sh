@@ -17,7 +17,7 @@ case $cmd in
     [[ $(id -u) -eq 0 ]] && chown 65534:65534 "$dir"
     as_pg "$bin/initdb" -D "$dir/data" -U corral --auth=trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1
     # fsync off: the tests kill corral, never PostgreSQL.
-    as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/pg.log" \
+    as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 240 -l "$dir/pg.log" \
       -o "-k $dir -c listen_addresses= -c fsync=off -c max_connections=400" start >/dev/null
     touch "$dir/ready"
     ;;
