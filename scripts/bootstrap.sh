@@ -15,6 +15,7 @@ packages=(
   wabt wasi-libc libclang-rt-14-dev-wasm32 lld-14
   netbase libpython3.11-testsuite nodejs
   qemu-system-x86 linux-image-amd64 erofs-utils e2fsprogs
+  libsodium-dev libsqlite3-dev libpq-dev postgresql  # the marketplace (src/market/)
 )
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)

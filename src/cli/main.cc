@@ -13,6 +13,7 @@
 #include "cli/exec.h"
 #include "cli/exec_options.h"
 #include "cli/keygen.h"
+#include "cli/market.h"
 #include "cli/run.h"
 #include "cli/usage.h"
 #include "cli/verify.h"
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   if (cmd == "version" || cmd == "--version") return versionMain(rest);
   if (cmd == "verify-release") return verifyReleaseMain(rest);
   if (cmd == "wasm") return wasmMain(rest);
+  if (cmd == "market") return marketMain(rest);
   std::fprintf(stderr, "corral: internal error: no handler for a known command\n");
   return 125;
 }

@@ -21,11 +21,13 @@ constexpr const char* kUsage =
     "                                    check a workspace's .corral audit record\n"
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
     "  wasm compile|run MODULE.wasm ...  a WebAssembly guest, deny-by-default (corral wasm --help)\n"
+    "  market serve|admin|post|buyer|tasks|result|ledger\n"
+    "                                    the task marketplace (corral market --help)\n"
     "  verify-release DIR --public-key PEM\n"
     "                                    check a release's signed SHA256SUMS and the files it lists\n"
     "  version [--json]                  print the version (--json: commit, build, libraries, SBOM hash)\n";
 
-constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "version", "verify-release", "wasm"};
+constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "version", "verify-release", "wasm", "market"};
 
 }  // namespace
 
