@@ -11,6 +11,8 @@ packages=(
   bubblewrap crun util-linux iproute2 python3 curl git strace openssl
   clang-14 libclang-rt-14-dev llvm-14 clang-tidy-14 cppcheck
 )
+# corral daemon: its state store (issue 20).
+packages+=(libsqlite3-dev)
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)
 

@@ -20,9 +20,11 @@ constexpr const char* kUsage =
     "  verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
     "                                    check a workspace's .corral audit record\n"
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
+    "  daemon [--state-dir DIR] [--socket PATH]  serve persistent sessions over a UNIX socket\n"
+    "  session create|exec|ls|show|rm    sessions of a running daemon (corral session --help)\n"
     "  version                           print the version\n";
 
-constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen"};
+constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "daemon", "session"};
 
 }  // namespace
 
