@@ -17,6 +17,8 @@ packages=(
   qemu-system-x86 linux-image-amd64 erofs-utils e2fsprogs
   libsodium-dev libsqlite3-dev libpq-dev postgresql  # the marketplace (src/market/)
 )
+# corral daemon: its state store (issue 20).
+packages+=(libsqlite3-dev)
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)
 

@@ -41,6 +41,8 @@ nlohmann::json limitMechanisms(const sandbox::HostFacilities& h) {
   j["open-files"] = "rlimit-nofile";
   j["tmp-size"] = "tmpfs size";
   j["workspace-size"] = "tmpfs size";
+  // A session's /workspace (corral daemon) is the same tmpfs, inside the session's sandbox.
+  j["session-workspace-size"] = "tmpfs size (lives as long as the session's shim)";
   return j;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/claims.h"
+#include "cli/daemon.h"
 #include "cli/doctor.h"
 #include "cli/egress_process.h"
 #include "cli/exec.h"
@@ -20,6 +21,7 @@
 #include "cli/verify_release.h"
 #include "cli/version.h"
 #include "cli/wasm.h"
+#include "daemon/shim.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -30,6 +32,9 @@ int main(int argc, char** argv) {
   // --net proxy run (cli/egress_process.h).
   if (argc >= 2 && std::string(argv[1]) == kEgressServeCommand)
     return egressServeMain(std::vector<std::string>(argv + 2, argv + argc));
+  // Not a user command either: a session's shim, started by the daemon (daemon/shim.h).
+  if (argc >= 2 && std::string(argv[1]) == daemon::kShimCommand)
+    return daemon::shimMain(std::vector<std::string>(argv + 2, argv + argc));
   if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
   const std::string cmd = argv[1];
   std::vector<std::string> rest(argv + 2, argv + argc);
@@ -49,6 +54,8 @@ int main(int argc, char** argv) {
   if (cmd == "verify-release") return verifyReleaseMain(rest);
   if (cmd == "wasm") return wasmMain(rest);
   if (cmd == "market") return marketMain(rest);
+  if (cmd == "daemon") return daemonMain(rest);
+  if (cmd == "session") return sessionMain(rest);
   std::fprintf(stderr, "corral: internal error: no handler for a known command\n");
   return 125;
 }

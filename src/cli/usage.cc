@@ -20,6 +20,8 @@ constexpr const char* kUsage =
     "  verify WORKSPACE [--public-key PEM] [--trusted-head HEX] [--json]\n"
     "                                    check a workspace's .corral audit record\n"
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
+    "  daemon [--state-dir DIR] [--socket PATH]  serve persistent sessions over a UNIX socket\n"
+    "  session create|exec|ls|show|rm    sessions of a running daemon (corral session --help)\n"
     "  wasm compile|run MODULE.wasm ...  a WebAssembly guest, deny-by-default (corral wasm --help)\n"
     "  market serve|admin|post|buyer|tasks|result|ledger\n"
     "                                    the task marketplace (corral market --help)\n"
@@ -27,7 +29,7 @@ constexpr const char* kUsage =
     "                                    check a release's signed SHA256SUMS and the files it lists\n"
     "  version [--json]                  print the version (--json: commit, build, libraries, SBOM hash)\n";
 
-constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "version", "verify-release", "wasm", "market"};
+constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "version", "verify-release", "wasm", "market", "daemon", "session"};
 
 }  // namespace
 

@@ -28,6 +28,7 @@
 #include "sandbox/job_signals.h"
 #include "sandbox/landlock.h"
 #include "sandbox/netns.h"
+#include "sandbox/session_init.h"
 #include "sandbox/sync_channel.h"
 #include "sandbox/userns.h"
 
@@ -79,7 +80,9 @@ void stamp(const Context& ctx, Milestone m) {
   if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) fail(sync::Type::kExecFailed, sync::kStepSignals, errno, 125);
   // A new session: no controlling terminal to push keystrokes into (CVE-2017-5226).
   if (::setsid() < 0) fail(sync::Type::kExecFailed, sync::kStepSetsid, errno, 125);
-  if (::chdir("/workspace") != 0) fail(sync::Type::kExecFailed, sync::kStepChdir, errno, 125);
+  for (int fd = 0; fd <= 2; ++fd)  // a session command's own stdio (session_init.cc)
+    if (ctx.cmd_stdio[fd] >= 0 && ::dup2(ctx.cmd_stdio[fd], fd) < 0) fail(sync::Type::kExecFailed, sync::kStepSignals, errno, 125);
+  if (::chdir(ctx.cwd ? ctx.cwd : "/workspace") != 0) fail(sync::Type::kExecFailed, sync::kStepChdir, errno, 125);
   if (int e = caps::dropAll()) fail(sync::Type::kExecFailed, sync::kStepCaps, e, 125);
   if (ctx.landlock_abi > 0)
     if (int e = landlock::restrictSelf(ctx.landlock_abi)) fail(sync::Type::kExecFailed, sync::kStepLandlock, e, 125);
@@ -249,6 +252,8 @@ int superviseCommand(pid_t command, const sigset_t& waited, int proxy_listen) {
 
 }  // namespace
 
+long spawnSessionCommand(const Context& ctx) { return spawnCommand(ctx); }
+
 void runInit(const Context& ctx) {
   // If corral dies, so does the sandbox: init's death tears down the whole pid namespace.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -370,6 +375,8 @@ void runInit(const Context& ctx) {
     sigaddset(&waited, sig);
   }
   ::sigprocmask(SIG_BLOCK, &waited, nullptr);
+
+  if (ctx.session) session::serve(ctx, waited, proxy_listen);
 
   const long pid = spawnCommand(ctx);
   if (pid < 0) fail(sync::Type::kSetupFailed, sync::kStepFork, static_cast<int>(-pid), 125);

@@ -40,6 +40,11 @@ struct Context {
   size_t stamp_base = 0;            // index of the first milestone slot
   uint64_t* stamps = nullptr;       // --timing: a MAP_SHARED page, one slot per mount step,
                                     // then kMilestones slots (see Milestone)
+  // A session (session_init.h): init starts no command of its own and serves the shim's
+  // spawn requests instead. Per command: its stdio (placed on 0..2) and its cwd.
+  bool session = false;
+  int cmd_stdio[3] = {-1, -1, -1};
+  const char* cwd = nullptr;        // none: /workspace
 };
 
 // Child milestones stamped after the mount steps when --timing is on.
@@ -49,5 +54,9 @@ enum Milestone : size_t {
 
 // Never returns. Async-signal-safe throughout: no allocation, no logging, no stdio.
 [[noreturn]] void runInit(const Context& ctx);
+
+// A session's init starts each command as exec's init starts its one: the same setup
+// (setsid, caps, Landlock, rlimits, seccomp) from ctx. Returns the pid, or -errno.
+long spawnSessionCommand(const Context& ctx);
 
 }  // namespace corral::sandbox::child

@@ -82,11 +82,13 @@ std::string passwdFile() {
 }
 std::string groupFile() { return "root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n"; }
 
-std::vector<std::string> execCandidates(const SandboxSpec& spec) {
-  const std::string& cmd = spec.argv.front();
+}  // namespace
+
+std::vector<std::string> execCandidates(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  const std::string& cmd = argv.front();
   if (cmd.find('/') != std::string::npos) return {cmd};
   std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const std::string& kv : spec.env)
+  for (const std::string& kv : env)
     if (kv.rfind("PATH=", 0) == 0) path = kv.substr(5);
   std::vector<std::string> out;
   size_t start = 0;
@@ -99,6 +101,8 @@ std::vector<std::string> execCandidates(const SandboxSpec& spec) {
   }
   return out;
 }
+
+namespace {
 
 std::vector<char*> cArray(const std::vector<std::string>& v) {
   std::vector<char*> out;
@@ -207,7 +211,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   const int landlock_abi = landlock::abiVersion();
   ASSIGN_OR_RETURN(mountns::Plan mounts, mountns::buildPlan(spec, passwdFile(), groupFile()));
   std::vector<int> slot_fds(static_cast<size_t>(mounts.slots), -1);
-  const std::vector<std::string> exec_paths = execCandidates(spec);
+  const std::vector<std::string> exec_paths = execCandidates(spec.argv, spec.env);
   std::vector<const char*> exec_cpaths;
   exec_cpaths.reserve(exec_paths.size());
   for (const std::string& p : exec_paths) exec_cpaths.push_back(p.c_str());
@@ -232,7 +236,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
   UniqueFd sock(pair[0]), child_sock(pair[1]);
 
-  const bool send_workspace = spec.workspace.has_value() || !spec.outputs.empty();
+  const bool send_workspace = spec.workspace.has_value() || !spec.outputs.empty() || options.session != nullptr;
   const bool self_attach = cg && cg->cloneIntoFd() < 0;
   child::Context ctx;
   ctx.sock = child_sock.get();
@@ -244,6 +248,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   ctx.workspace_size = ws_size.c_str();
   ctx.send_workspace = send_workspace;
   ctx.wait_for_go = send_workspace || options.before_command != nullptr;
+  ctx.session = options.session != nullptr;
   ctx.cgroup = self_attach ? &*cg : nullptr;
   ctx.argv = argv.data();
   ctx.envp = envp.data();
@@ -376,6 +381,10 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     }
   }
   timing.mark("stage");
+  if (options.session) {
+    options.session({sock.get(), child_pidfd.get(), ws_root.get(), forwarder.fd()});
+    ::syscall(SYS_pidfd_send_signal, child_pidfd.get(), SIGKILL, nullptr, 0);  // the session ends here
+  }
 
   UniqueFd timer;
   if (spec.limits.timeout) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "sandbox/spec.h"
@@ -19,7 +21,19 @@ struct RunOptions {
   // `signals` is corral's signalfd of the signals it forwards: a hook that waits must watch it
   // too, so that a Ctrl-C meanwhile ends the launch instead of waiting for the hook.
   std::function<Result<void>(int signals)> before_command;
+  // A session (session_init.h): init starts no command; once the sandbox is built this runs
+  // the session's whole life (it talks to init over `sock`), and the sandbox ends when it returns.
+  struct SessionIo {
+    int sock;     // the sync socket, now speaking session_protocol.h
+    int pidfd;    // init's
+    int ws_root;  // the /workspace tmpfs, detached
+    int signals;  // as before_command's
+  };
+  std::function<void(const SessionIo&)> session;
 };
+
+// argv[0] against PATH (from env, else the default), in execvp's order.
+std::vector<std::string> execCandidates(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
 // corral's own argv/environment strings are zeroed in the sandbox's init, so /proc/1/cmdline
 // and /proc/1/environ show nothing of the caller. main() hands them over once.

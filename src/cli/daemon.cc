@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// `corral daemon`: options into daemon::DaemonOptions.
+#include "cli/daemon.h"
+
+#include <grp.h>
+
+#include <cstdio>
+
+#include "cli/daemon_args.h"
+#include "cli/option_echo.h"
+#include "daemon/daemon.h"
+#include "daemon/paths.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: corral daemon [--state-dir DIR] [--socket PATH] [--allow-group GROUP] [--stop-sessions]\n"
+    "  Serves the session API over a UNIX socket, in the foreground; one logfmt line per event on\n"
+    "  stderr. Defaults: /var/lib/corral and /run/corral/api.sock as root, else\n"
+    "  $XDG_STATE_HOME/corral (~/.local/state/corral) and $XDG_RUNTIME_DIR/corral/api.sock.\n"
+    "  SIGTERM stops it and leaves sessions running (--stop-sessions: ends them too).\n";
+
+}  // namespace
+
+int daemonMain(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  auto scanned = scanArgs(args, {{"--state-dir", true}, {"--socket", true}, {"--allow-group", true}, {"--stop-sessions", false}}, 0);
+  if (!scanned || !scanned->rest.empty()) {
+    std::fprintf(stderr, "corral: daemon: %s (try corral daemon --help)\n",
+                 scanned ? "takes no arguments" : oneLine(scanned.error().message()).c_str());
+    return 125;
+  }
+  daemon::DaemonOptions opts;
+  opts.state_dir = scanned->has("--state-dir") ? scanned->get("--state-dir") : daemon::defaultStateDir();
+  opts.socket = scanned->has("--socket") ? scanned->get("--socket") : daemon::defaultSocket();
+  opts.stop_sessions = scanned->has("--stop-sessions");
+  if (scanned->has("--allow-group")) {
+    const std::string name = scanned->get("--allow-group");
+    const group* g = ::getgrnam(name.c_str());
+    if (!g) {
+      std::fprintf(stderr, "corral: daemon: --allow-group %s: no such group\n", oneLine(name).c_str());
+      return 125;
+    }
+    opts.allow_group = g->gr_gid;
+  }
+  return daemon::runDaemon(opts);
+}
+
+}  // namespace corral::cli

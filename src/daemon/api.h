@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// One API request as the routes see it (parsed, size-checked, with the peer), and what they
+// answer: a status and a JSON body, or a stream of NDJSON lines.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/json_fields.h"
+#include "daemon/peer.h"
+
+namespace corral::daemon {
+
+class Sessions;
+
+struct ApiRequest {
+  std::string method;                 // "GET", "POST", "DELETE", ...
+  std::vector<std::string> segments;  // "/v1/sessions/x" -> {"v1", "sessions", "x"}
+  std::string body;
+  Peer peer;
+};
+
+// Writes one chunk to the client; false once it is gone.
+using ChunkWriter = std::function<bool(std::string_view)>;
+
+struct ApiResponse {
+  int status = 200;
+  Json body;
+  std::function<void(const ChunkWriter&)> stream;  // set: a chunked application/x-ndjson body
+};
+
+struct ApiContext {
+  Sessions& sessions;
+};
+
+// {"error": {"code", "message"}} with the status that fits the error's code.
+ApiResponse errorResponse(const Error& e);
+ApiResponse errorResponse(int status, std::string_view code, std::string_view message);
+// A handler's result: its value with ok_status, or its error as above.
+ApiResponse answer(Result<Json> r, int ok_status = 200);
+
+ApiResponse route(const ApiRequest& req, ApiContext& ctx);
+
+// Per resource (routes_<resource>.cc): nullopt when the path is not theirs.
+std::optional<ApiResponse> routeSystem(const ApiRequest& req, ApiContext& ctx);
+std::optional<ApiResponse> routeSessions(const ApiRequest& req, ApiContext& ctx);
+std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx);
+
+// The body as a JSON value, or the 400 to answer; an empty body is {} only when allowed.
+Result<Json> jsonBody(const ApiRequest& req);
+
+}  // namespace corral::daemon

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// Requests to the daemon: one connection each, JSON in and out, streams read incrementally.
+#include "daemon/api_client.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cstring>
+
+#include "daemon/fd_stream.h"
+#include "daemon/unix_address.h"
+
+namespace corral::daemon {
+namespace {
+
+namespace http = boost::beast::http;
+constexpr int kRequestTimeoutMs = 300'000;  // a create builds a sandbox: seconds on a loaded host
+
+}  // namespace
+
+Result<ApiClient> ApiClient::connect() {
+  ApiClient c(clientSocket());
+  ASSIGN_OR_RETURN(int fd, c.open());
+  ::close(fd);
+  return c;
+}
+
+Result<int> ApiClient::open() const {
+  ASSIGN_OR_RETURN(sockaddr_un addr, unixAddress(where_.path));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return sysError("socket");
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    return Error(Errc::kUnsupported, "no corral daemon at " + where_.path + " (" + where_.source + ", " + std::strerror(err) +
+                                         "); start one with `corral daemon`, or set CORRAL_SOCKET");
+  }
+  return fd.release();
+}
+
+Result<ApiResult> ApiClient::request(const std::string& method, const std::string& target, const std::optional<Json>& body) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
+  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  req.set(http::field::host, "corral");
+  req.keep_alive(false);
+  if (body) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = dumpJson(*body);
+  }
+  req.prepare_payload();
+  boost::beast::error_code ec;
+  http::write(s, req, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  boost::beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64u << 20);
+  http::read(s, buf, p, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  ApiResult r;
+  r.status = static_cast<int>(p.get().result_int());
+  auto j = parseJson(p.get().body());
+  r.body = j ? *j : Json();
+  return r;
+}
+
+Result<int> ApiClient::stream(const std::string& target, const std::function<bool(const Json&)>& on_line) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), -1);  // a quiet command may print nothing for hours
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, "corral");
+  req.keep_alive(false);
+  boost::beast::error_code ec;
+  http::write(s, req, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  boost::beast::flat_buffer buf;
+  http::response_parser<http::buffer_body> p;
+  p.body_limit(boost::none);
+  http::read_header(s, buf, p, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  const int status = static_cast<int>(p.get().result_int());
+  std::string pending;
+  char chunk[65536];
+  while (!p.is_done()) {
+    p.get().body().data = chunk;
+    p.get().body().size = sizeof chunk;
+    http::read(s, buf, p, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) return Error(Errc::kIo, "daemon: stream: " + ec.message());
+    pending.append(chunk, sizeof chunk - p.get().body().size);
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+      auto j = parseJson(std::string_view(pending).substr(0, nl));
+      pending.erase(0, nl + 1);
+      if (!j) return Error(Errc::kIo, "daemon: stream: a malformed line");
+      if (!on_line(*j)) return status;
+    }
+  }
+  return status;
+}
+
+std::string apiErrorMessage(const ApiResult& r) {
+  if (r.body.is_object() && r.body.contains("error") && r.body["error"].is_object() && r.body["error"].contains("message") &&
+      r.body["error"]["message"].is_string())
+    return r.body["error"]["message"].get<std::string>();
+  return "the daemon answered HTTP " + std::to_string(r.status);
+}
+
+}  // namespace corral::daemon

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CLI's client of the daemon's API: HTTP/1.1 over the UNIX socket (Boost.Beast).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "daemon/json_fields.h"
+#include "daemon/paths.h"
+
+namespace corral::daemon {
+
+struct ApiResult {
+  int status = 0;
+  Json body;
+};
+
+class ApiClient {
+ public:
+  // Finds the socket ($CORRAL_SOCKET, else the default). With no daemon there, the error
+  // says where it looked and how to start one.
+  static Result<ApiClient> connect();
+  Result<ApiResult> request(const std::string& method, const std::string& target, const std::optional<Json>& body = std::nullopt);
+  // GET target, a chunked NDJSON body: on_line for each line until it returns false or the body ends.
+  Result<int> stream(const std::string& target, const std::function<bool(const Json&)>& on_line);
+
+ private:
+  explicit ApiClient(SocketChoice where) : where_(std::move(where)) {}
+  Result<int> open() const;  // a fresh connection (one per request: the CLI makes few)
+  SocketChoice where_;
+};
+
+// The message of an API error body, or a generic one naming the status.
+std::string apiErrorMessage(const ApiResult& r);
+
+}  // namespace corral::daemon

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon's life: lock, store, reconcile, listen, serve, stop.
+#include "daemon/daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "base/log.h"
+#include "base/unique_fd.h"
+#include "daemon/server.h"
+#include "daemon/sessions.h"
+#include "daemon/store.h"
+
+namespace corral::daemon {
+namespace {
+
+Result<UniqueFd> prepareStateDir(const std::string& dir) {
+  if (dir.empty() || dir[0] != '/') return Error(Errc::kInvalidArgument, "--state-dir " + dir + ": an absolute path is required");
+  // Parents as the user's (0700 for the last one, which holds secrets and the database).
+  for (size_t pos = 1; (pos = dir.find('/', pos)) != std::string::npos; ++pos) ::mkdir(dir.substr(0, pos).c_str(), 0700);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sysError("mkdir " + dir);
+  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d.valid()) return sysError("open " + dir);
+  struct stat st;
+  if (::fstat(d.get(), &st) != 0) return sysError("stat " + dir);
+  if (st.st_uid != ::geteuid()) return Error(Errc::kRefused, dir + " belongs to uid " + std::to_string(st.st_uid));
+  if (::fchmod(d.get(), 0700) != 0) return sysError("chmod " + dir);
+  UniqueFd lock(::openat(d.get(), "daemon.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!lock.valid()) return sysError("open " + dir + "/daemon.lock");
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return Error(Errc::kRefused, "another corral daemon is running on " + dir);
+    return sysError("flock " + dir + "/daemon.lock");
+  }
+  if (::mkdirat(d.get(), "sessions", 0700) != 0 && errno != EEXIST) return sysError("mkdir " + dir + "/sessions");
+  return lock;
+}
+
+}  // namespace
+
+int runDaemon(const DaemonOptions& opts) {
+  log::setLevel(log::Level::kInfo);  // one line per event: the daemon's log is its record
+  auto fail = [](const Error& e) {
+    std::fprintf(stderr, "corral: daemon: %s\n", e.message().c_str());
+    return 125;
+  };
+  // The signals that stop it, read from a signalfd; SIGPIPE is a write error, not a death.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  ::sigprocmask(SIG_BLOCK, &stop, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  UniqueFd stop_fd(::signalfd(-1, &stop, SFD_CLOEXEC));
+  if (!stop_fd.valid()) return fail(sysError("signalfd"));
+  auto lock = prepareStateDir(opts.state_dir);
+  if (!lock) return fail(lock.error());
+  auto store = Store::open(opts.state_dir + "/state.db");
+  if (!store) return fail(store.error());
+  auto core = [] {
+    char self[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    return n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
+  }();
+  Sessions sessions(*store, opts.state_dir, core);
+  sessions.reconcile();
+  auto server = Server::listen({opts.socket, opts.allow_group});
+  if (!server) return fail(server.error());
+  log::info("daemon_ready", "socket=" + log::value(opts.socket) + " pid=" + std::to_string(::getpid()) +
+                                " schema_version=" + std::to_string(kSchemaVersion));
+  ApiContext ctx{sessions};
+  server->serve(ctx, stop_fd.get());
+  if (opts.stop_sessions) sessions.stopAll();
+  log::info("daemon_stopped", opts.stop_sessions ? "sessions=stopped" : "sessions=left_running");
+  // Connection threads may still hold ctx: leave without running destructors under them.
+  std::fflush(stderr);
+  ::_exit(0);
+}
+
+}  // namespace corral::daemon

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// /v1/sessions/{id}/commands[/{n}[/output|/signal]]: start, inspect, stream, signal.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "audit/base64.h"
+#include "base/read_fd.h"
+#include "base/unique_fd.h"
+#include "daemon/api.h"
+#include "daemon/session_spec.h"
+#include "daemon/sessions.h"
+#include "policy/units.h"
+
+namespace corral::daemon {
+namespace {
+
+constexpr int kLivenessCheckMs = 2000;  // an idle stream asks whether the shim is still there
+constexpr size_t kFrameBytes = 48 * 1024;
+
+// Sends what was appended to a spool file since the last call, as NDJSON frames.
+bool pumpFile(int fd, const char* stream, const ChunkWriter& write) {
+  std::string buf(kFrameBytes, '\0');
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return true;
+    const Json frame = {{"stream", stream}, {"data", audit::base64Encode(std::string_view(buf.data(), static_cast<size_t>(n)))}};
+    if (!write(dumpJson(frame) + "\n")) return false;
+  }
+}
+
+// Streams a command's output until its status exists (then the status), or until its
+// session's shim is gone (then {"lost": true}). Reads the spool files the shim writes, so a
+// stream begun after a daemon restart still starts at the first byte.
+void streamCommand(const std::string& dir, const std::string& session, Sessions& sessions, const ChunkWriter& write) {
+  UniqueFd ino(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  if (ino.valid()) ::inotify_add_watch(ino.get(), dir.c_str(), IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE);
+  UniqueFd out(::open((dir + "/stdout").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  UniqueFd err(::open((dir + "/stderr").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  for (;;) {
+    // The status first: the shim writes it after the last byte of output, so what is read
+    // after seeing it is all there is.
+    UniqueFd status(::open((dir + "/status.json").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!out.valid()) out.reset(::open((dir + "/stdout").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!err.valid()) err.reset(::open((dir + "/stderr").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (out.valid() && !pumpFile(out.get(), "stdout", write)) return;
+    if (err.valid() && !pumpFile(err.get(), "stderr", write)) return;
+    if (status.valid()) {
+      auto text = readUpTo(status.get(), 65536, "status.json");
+      auto j = text ? parseJson(*text) : Result<Json>(text.error());
+      write(dumpJson({{"exit", j ? *j : Json{{"exit_code", 125}, {"error", "unreadable status"}}}}) + "\n");
+      return;
+    }
+    pollfd p{ino.get(), POLLIN, 0};
+    const int rc = ::poll(&p, 1, kLivenessCheckMs);
+    if (rc > 0) {
+      char events[4096];
+      while (::read(ino.get(), events, sizeof events) > 0) {
+      }
+    } else if (rc == 0 && !sessions.alive(session)) {
+      write(dumpJson({{"lost", true}}) + "\n");
+      return;
+    }
+  }
+}
+
+Result<int64_t> commandNumber(const std::string& text) {
+  auto n = policy::parseCount(text, 1ull << 40);
+  if (!n) return Error(kNotFound, "no command " + policy::printable(text));
+  return static_cast<int64_t>(*n);
+}
+
+
+}  // namespace
+
+std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx) {
+  const auto& seg = req.segments;
+  if (seg.size() < 4 || seg.size() > 6 || seg[1] != "sessions" || seg[3] != "commands") return std::nullopt;
+  const std::string& id = seg[2];
+  if (seg.size() == 4) {
+    if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST");
+    auto body = jsonBody(req);
+    if (!body) return errorResponse(body.error());
+    auto cmd = parseCommandSpec(*body);
+    if (!cmd) return errorResponse(cmd.error());
+    return answer(ctx.sessions.startCommand(req.peer, id, *cmd), 201);
+  }
+  auto n = commandNumber(seg[4]);
+  if (!n) return errorResponse(n.error());
+  if (seg.size() == 5) {
+    if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET");
+    if (!req.body.empty()) return errorResponse(400, "invalid_request", "GET takes no body");
+    return answer(ctx.sessions.command(req.peer, id, *n));
+  }
+  if (seg[5] == "output") {
+    if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET");
+    if (!req.body.empty()) return errorResponse(400, "invalid_request", "GET takes no body");
+    auto dir = ctx.sessions.commandDir(req.peer, id, *n);
+    if (!dir) return errorResponse(dir.error());
+    Sessions& sessions = ctx.sessions;
+    return ApiResponse{200, nullptr, [d = *dir, id, &sessions](const ChunkWriter& w) { streamCommand(d, id, sessions, w); }};
+  }
+  if (seg[5] == "signal") {
+    if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST");
+    auto body = jsonBody(req);
+    if (!body) return errorResponse(body.error());
+    auto f = Fields::of(*body, "body", {"signal"});
+    if (!f) return errorResponse(f.error());
+    auto sig = f->count("signal", 64);
+    if (!sig) return errorResponse(sig.error());
+    if (!*sig) return errorResponse(400, "invalid_request", "body.signal: required");
+    return answer(ctx.sessions.signalCommand(req.peer, id, *n, static_cast<int>(**sig)));
+  }
+  return std::nullopt;
+}
+
+}  // namespace corral::daemon

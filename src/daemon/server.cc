@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+// Accepting, identifying and serving API connections.
+#include "daemon/server.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "base/log.h"
+#include "daemon/fd_stream.h"
+#include "daemon/unix_address.h"
+
+namespace corral::daemon {
+namespace {
+
+namespace http = boost::beast::http;
+std::atomic<int> g_connections{0};
+
+Result<void> makeSocketDir(const std::string& dir, std::optional<gid_t> group) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sysError("mkdir " + dir);
+  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d.valid()) return sysError("open " + dir);
+  struct stat st;
+  if (::fstat(d.get(), &st) != 0) return sysError("stat " + dir);
+  if (st.st_uid != ::geteuid()) return Error(Errc::kRefused, dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to this daemon");
+  if (group && ::fchown(d.get(), static_cast<uid_t>(-1), *group) != 0) return sysError("chown " + dir);
+  if (::fchmod(d.get(), group ? 0710 : 0700) != 0) return sysError("chmod " + dir);
+  return {};
+}
+
+std::vector<std::string> splitPath(std::string_view target, bool* ok) {
+  std::vector<std::string> out;
+  *ok = !target.empty() && target[0] == '/' && target.find_first_of("?#%") == std::string_view::npos;
+  if (!*ok) return out;
+  size_t pos = 1;
+  while (pos <= target.size()) {
+    size_t end = target.find('/', pos);
+    if (end == std::string_view::npos) end = target.size();
+    std::string_view part = target.substr(pos, end - pos);
+    if (part.empty() && end != target.size()) *ok = false;  // "//" or a leading empty part
+    if (!part.empty()) out.emplace_back(part);
+    pos = end + 1;
+  }
+  return out;
+}
+
+void writeResponse(FdStream& s, const ApiResponse& res, bool keep_alive, boost::beast::error_code& ec) {
+  if (res.stream) {
+    http::response<http::empty_body> head{static_cast<http::status>(res.status), 11};
+    head.set(http::field::content_type, "application/x-ndjson");
+    head.chunked(true);
+    head.keep_alive(false);
+    http::response_serializer<http::empty_body> sr{head};
+    http::write_header(s, sr, ec);
+    if (ec) return;
+    res.stream([&](std::string_view data) {
+      boost::asio::write(s, http::make_chunk(boost::asio::buffer(data.data(), data.size())), ec);
+      return !ec;
+    });
+    if (!ec) boost::asio::write(s, http::make_chunk_last(), ec);
+    return;
+  }
+  http::response<http::string_body> r{static_cast<http::status>(res.status), 11};
+  r.set(http::field::content_type, "application/json");
+  r.keep_alive(keep_alive);
+  r.body() = dumpJson(res.body) + "\n";
+  r.prepare_payload();
+  http::write(s, r, ec);
+}
+
+// Answers a connection that will not be served: its request is read first (bounded, briefly),
+// so the client sees the answer instead of a reset on a request it is still writing.
+void refuse(UniqueFd fd, const ApiResponse& res) {
+  FdStream s(std::move(fd), 2000);
+  boost::beast::flat_buffer buf;
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(kMaxHeaderBytes);
+  parser.body_limit(kMaxBodyBytes);
+  boost::beast::error_code ec;
+  http::read(s, buf, parser, ec);
+  writeResponse(s, res, false, ec);
+  ::shutdown(s.fd(), SHUT_WR);
+}
+
+void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
+  FdStream stream(std::move(fd), kIoTimeoutMs);
+  boost::beast::flat_buffer buf;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(kMaxHeaderBytes);
+    parser.body_limit(kMaxBodyBytes);
+    boost::beast::error_code ec;
+    http::read(stream, buf, parser, ec);
+    if (ec == http::error::end_of_stream || ec == boost::asio::error::eof || ec == boost::asio::error::timed_out) return;
+    if (ec) {
+      ApiResponse res = ec == http::error::header_limit ? errorResponse(431, "header_too_large", "request header over " + std::to_string(kMaxHeaderBytes) + " bytes")
+                        : ec == http::error::body_limit ? errorResponse(413, "body_too_large", "request body over " + std::to_string(kMaxBodyBytes) + " bytes")
+                                                        : errorResponse(400, "malformed_request", "malformed HTTP request");
+      writeResponse(stream, res, false, ec);
+      return;
+    }
+    const auto& msg = parser.get();
+    ApiRequest req;
+    req.method = std::string(msg.method_string());
+    bool ok = false;
+    req.segments = splitPath(std::string_view(msg.target().data(), msg.target().size()), &ok);
+    req.body = msg.body();
+    req.peer = peer;
+    ApiResponse res = ok ? route(req, ctx) : errorResponse(400, "invalid_path", "the path must be /v1/... without a query, '%' or empty parts");
+    log::info("request", "method=" + log::value(req.method) + " path=" + log::value(std::string_view(msg.target().data(), std::min<size_t>(msg.target().size(), 200))) +
+                             " status=" + std::to_string(res.status) + " peer_uid=" + std::to_string(peer.uid) +
+                             " peer_pid=" + std::to_string(peer.pid) + " body_bytes=" + std::to_string(req.body.size()));
+    const bool keep = msg.keep_alive() && !res.stream;
+    writeResponse(stream, res, keep, ec);
+    if (ec || !keep) return;
+  }
+}
+
+}  // namespace
+
+Result<Server> Server::listen(const ListenOptions& opts) {
+  const std::string& path = opts.socket_path;
+  if (path.empty() || path[0] != '/') return Error(Errc::kInvalidArgument, "--socket " + path + ": an absolute path is required");
+  auto addr_or = unixAddress(path);
+  if (!addr_or) return addr_or.error().wrap("--socket");
+  sockaddr_un addr = *addr_or;
+  RETURN_IF_ERROR(makeSocketDir(path.substr(0, path.rfind('/')), opts.allow_group));
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Error(Errc::kRefused, path + " exists and is not a socket");
+    ::unlink(path.c_str());  // a dead daemon's: the state directory's lock is ours
+  }
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return sysError("socket");
+  const mode_t old = ::umask(opts.allow_group ? 0117 : 0177);  // born with its final mode
+  const int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old);
+  if (rc != 0) return sysError("bind " + path);
+  if (opts.allow_group && ::chown(path.c_str(), static_cast<uid_t>(-1), *opts.allow_group) != 0) return sysError("chown " + path);
+  if (::listen(fd.get(), 512) != 0) return sysError("listen " + path);
+  return Server(std::move(fd), opts);
+}
+
+bool Server::allowed(const Peer& peer, int fd) const {
+  if (peer.uid == ::geteuid() || peer.uid == 0) return true;
+  if (!opts_.allow_group) return false;
+  if (peer.gid == *opts_.allow_group) return true;
+  gid_t groups[256];
+  socklen_t len = sizeof groups;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) return false;
+  for (size_t i = 0; i < len / sizeof(gid_t); ++i)
+    if (groups[i] == *opts_.allow_group) return true;
+  return false;
+}
+
+void Server::serve(ApiContext& ctx, int stop_fd) {
+  for (;;) {
+    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents & POLLIN) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn.valid()) continue;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) continue;
+    const Peer peer{cred.uid, cred.gid, cred.pid};
+    if (!allowed(peer, conn.get())) {
+      log::warn("peer_refused", "peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+      // On a thread of its own (counted with the rest): a refused peer that sends nothing must
+      // not stall the accept loop, nor a flood of them grow the daemon's threads.
+      if (g_connections.fetch_add(1) >= kMaxConnections) {
+        g_connections.fetch_sub(1);
+        continue;
+      }
+      std::thread([c = std::move(conn), uid = peer.uid]() mutable {
+        refuse(std::move(c), errorResponse(403, "forbidden", "uid " + std::to_string(uid) + " is not served by this daemon"));
+        g_connections.fetch_sub(1);
+      }).detach();
+      continue;
+    }
+    if (g_connections.fetch_add(1) >= kMaxConnections) {
+      g_connections.fetch_sub(1);
+      refuse(std::move(conn), errorResponse(503, "busy", "too many connections"));
+      continue;
+    }
+    std::thread([c = std::move(conn), peer, &ctx]() mutable {
+      serveConnection(std::move(c), peer, ctx);
+      g_connections.fetch_sub(1);
+    }).detach();
+  }
+}
+
+}  // namespace corral::daemon

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+// Session and command specs: strict JSON in, sandbox values out.
+#include "daemon/session_spec.h"
+
+#include <cctype>
+
+#include "policy/env_policy.h"
+#include "policy/path_policy.h"
+#include "policy/units.h"
+
+namespace corral::daemon {
+namespace {
+
+constexpr size_t kMaxEnv = 256;
+constexpr size_t kMaxArgs = 4096;
+
+Result<std::vector<std::pair<std::string, std::string>>> parseEnv(const std::optional<std::vector<std::string>>& list,
+                                                                   const std::string& where) {
+  if (!list) return std::vector<std::pair<std::string, std::string>>();
+  return envPairs(*list, where);
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::string>>> envPairs(const std::vector<std::string>& list, const std::string& where) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& kv : list) {
+    auto parsed = policy::env::parseAssignment(kv);
+    if (!parsed) return parsed.error().wrap(where);  // names the key at most, never the value
+    out.push_back(std::move(*parsed));
+  }
+  return out;
+}
+
+std::vector<std::string> envStrings(const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+namespace {
+
+Result<std::optional<uint64_t>> size(const Fields& f, std::string_view key) {
+  ASSIGN_OR_RETURN(auto text, f.string(key, 64));
+  if (!text) return std::optional<uint64_t>();
+  auto v = policy::parseSize(*text);
+  if (!v) return v.error().wrap("limits." + std::string(key));
+  return std::optional<uint64_t>(*v);
+}
+
+Result<std::optional<std::chrono::milliseconds>> duration(const Fields& f, std::string_view key, const std::string& where) {
+  ASSIGN_OR_RETURN(auto text, f.string(key, 64));
+  if (!text) return std::optional<std::chrono::milliseconds>();
+  auto v = policy::parseDuration(*text);
+  if (!v) return v.error().wrap(where + "." + std::string(key));
+  return std::optional<std::chrono::milliseconds>(*v);
+}
+
+Result<sandbox::Limits> parseLimits(const Json* j) {
+  sandbox::Limits l;
+  if (!j) return l;
+  ASSIGN_OR_RETURN(Fields f, Fields::of(*j, "limits", {"memory", "pids", "cpu_time", "file_size", "open_files",
+                                                        "tmp_size", "workspace_size", "allow_weaker"}));
+  ASSIGN_OR_RETURN(l.memory_bytes, size(f, "memory"));
+  ASSIGN_OR_RETURN(auto pids, f.count("pids", 1u << 22));
+  if (pids) l.pids = static_cast<uint32_t>(*pids);
+  ASSIGN_OR_RETURN(l.cpu_time, duration(f, "cpu_time", "limits"));
+  ASSIGN_OR_RETURN(auto fsize, size(f, "file_size"));
+  if (fsize) l.file_size_bytes = *fsize;
+  ASSIGN_OR_RETURN(auto nofile, f.count("open_files", 1u << 20));
+  if (nofile) l.open_files = static_cast<uint32_t>(*nofile);
+  ASSIGN_OR_RETURN(auto tmp, size(f, "tmp_size"));
+  if (tmp) l.tmp_bytes = *tmp;
+  ASSIGN_OR_RETURN(auto ws, size(f, "workspace_size"));
+  if (ws) l.workspace_bytes = *ws;
+  ASSIGN_OR_RETURN(auto weaker, f.strings("allow_weaker", 16, 64));
+  for (const std::string& name : weaker.value_or(std::vector<std::string>{})) {
+    auto lim = sandbox::limitFromName(name);
+    if (!lim) return Error(Errc::kInvalidArgument, "limits.allow_weaker: unknown limit '" + policy::printable(name) + "'");
+    l.allow_weaker.push_back(*lim);
+  }
+  return l;
+}
+
+std::string sizeText(uint64_t bytes) { return std::to_string(bytes); }
+
+}  // namespace
+
+Result<SessionSpec> parseSessionSpec(const Json& j) {
+  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "limits", "env"}));
+  SessionSpec s;
+  ASSIGN_OR_RETURN(s.name, f.string("name", 64));
+  if (s.name) {
+    if (s.name->empty()) return Error(Errc::kInvalidArgument, "body.name: may not be empty");
+    for (char c : *s.name)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+        return Error(Errc::kInvalidArgument, "body.name: only letters, digits, '-', '_' and '.'");
+  }
+  ASSIGN_OR_RETURN(s.limits, parseLimits(f.object("limits")));
+  ASSIGN_OR_RETURN(auto env, f.strings("env", kMaxEnv, 65536));
+  ASSIGN_OR_RETURN(s.env, parseEnv(env, "body.env"));
+  return s;
+}
+
+Json limitsJson(const sandbox::Limits& l) {
+  Json j = Json::object();
+  if (l.memory_bytes) j["memory"] = sizeText(*l.memory_bytes);
+  j["pids"] = l.pids;
+  if (l.cpu_time) j["cpu_time"] = std::to_string(l.cpu_time->count()) + "ms";
+  j["file_size"] = sizeText(l.file_size_bytes);
+  j["open_files"] = l.open_files;
+  j["tmp_size"] = sizeText(l.tmp_bytes);
+  j["workspace_size"] = sizeText(l.workspace_bytes);
+  Json weaker = Json::array();
+  for (sandbox::Limit w : l.allow_weaker) weaker.push_back(sandbox::limitName(w));
+  j["allow_weaker"] = weaker;
+  return j;
+}
+
+Json sessionSpecJson(const SessionSpec& s, bool with_env) {
+  Json j = Json::object();
+  if (s.name) j["name"] = *s.name;
+  j["limits"] = limitsJson(s.limits);
+  if (with_env) j["env"] = envStrings(s.env);
+  return j;
+}
+
+Result<CommandSpec> parseCommandSpec(const Json& j) {
+  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"argv", "env", "cwd", "timeout"}));
+  CommandSpec c;
+  ASSIGN_OR_RETURN(auto argv, f.strings("argv", kMaxArgs, 65536));
+  if (!argv || argv->empty() || argv->front().empty()) return Error(Errc::kInvalidArgument, "body.argv: a command is required");
+  for (const std::string& a : *argv)
+    if (a.find('\0') != std::string::npos) return Error(Errc::kInvalidArgument, "body.argv: an argument holds a NUL byte");
+  c.argv = std::move(*argv);
+  ASSIGN_OR_RETURN(auto env, f.strings("env", kMaxEnv, 65536));
+  ASSIGN_OR_RETURN(c.env, parseEnv(env, "body.env"));
+  ASSIGN_OR_RETURN(auto cwd, f.string("cwd", 1024));
+  if (cwd && !cwd->empty() && *cwd != ".") {
+    auto checked = policy::path::outputPath(*cwd);
+    if (!checked) return checked.error().wrap("body.cwd");
+    c.cwd = "/workspace/" + *cwd;
+  }
+  ASSIGN_OR_RETURN(c.timeout, duration(f, "timeout", "body"));
+  return c;
+}
+
+std::vector<std::string> commandEnvironment(const std::vector<std::pair<std::string, std::string>>& session_env,
+                                            const std::vector<std::pair<std::string, std::string>>& cmd_env) {
+  std::vector<std::pair<std::string, std::string>> all = session_env;
+  all.insert(all.end(), cmd_env.begin(), cmd_env.end());
+  return policy::env::buildEnvironment(all);
+}
+
+}  // namespace corral::daemon

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a session is made with (the create request's body) and what each command in it runs
+// with: parsed strictly from JSON, turned into the sandbox's own SandboxSpec.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/json_fields.h"
+#include "sandbox/spec.h"
+
+namespace corral::daemon {
+
+struct SessionSpec {
+  std::optional<std::string> name;
+  sandbox::Limits limits;
+  std::vector<std::pair<std::string, std::string>> env;  // added to every command's environment
+};
+
+// {"name", "limits": {"memory","pids","cpu_time","file_size","open_files","tmp_size",
+// "workspace_size"}, "env": ["K=V"], "allow_weaker": ["memory"]}; sizes and durations as
+// strings ("512M", "30s"), counts as integers. Unknown fields are errors.
+Result<SessionSpec> parseSessionSpec(const Json& j);
+// The same document back, as parseSessionSpec reads it: with env for the shim (which alone
+// keeps the values), without for the store and the API (values may be secrets).
+Json sessionSpecJson(const SessionSpec& s, bool with_env);
+// Limits as the API shows them (no env: values may be secrets).
+Json limitsJson(const sandbox::Limits& l);
+
+struct CommandSpec {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string cwd = "/workspace";                  // absolute inside the sandbox
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
+// {"argv": [...], "env": ["K=V"], "cwd": "rel/under/workspace", "timeout": "10s"}.
+Result<CommandSpec> parseCommandSpec(const Json& j);
+
+// A command's whole environment (the shim builds it): exec's base, then the session's env,
+// then the command's own.
+std::vector<std::string> commandEnvironment(const std::vector<std::pair<std::string, std::string>>& session_env,
+                                            const std::vector<std::pair<std::string, std::string>>& cmd_env);
+// "K=V" strings of pairs, and back (strictly).
+std::vector<std::string> envStrings(const std::vector<std::pair<std::string, std::string>>& env);
+Result<std::vector<std::pair<std::string, std::string>>> envPairs(const std::vector<std::string>& list, const std::string& where);
+
+}  // namespace corral::daemon

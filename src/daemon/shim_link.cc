@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// Starting shims and speaking to them over their control sockets.
+#include "daemon/shim_link.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "daemon/shim.h"
+#include "daemon/unix_address.h"
+
+namespace corral::daemon {
+namespace {
+
+constexpr int kReadyTimeoutMs = 120'000;  // a loaded machine may take seconds to build a sandbox
+constexpr int kCallTimeoutMs = 60'000;
+
+Result<std::string> readLine(int fd, int timeout_ms) {
+  std::string out;
+  char buf[4096];
+  while (out.find('\n') == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, timeout_ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return Error(Errc::kIo, "session shim: no answer in time");
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error(Errc::kIo, "session shim: exited before the sandbox was up");
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > kMaxControlBytes) return Error(Errc::kIo, "session shim: answer too long");
+  }
+  return out.substr(0, out.find('\n'));
+}
+
+Result<ShimProcesses> processesOf(const Json& j) {
+  ShimProcesses p;
+  for (auto [key, field] : {std::pair{"shim_pid", &p.shim_pid}, {"shim_start", &p.shim_start}, {"init_pid", &p.init_pid},
+                            {"init_start", &p.init_start}}) {
+    if (!j.contains(key) || !j[key].is_number_integer()) continue;
+    *field = j[key].get<int64_t>();
+  }
+  if (p.shim_pid <= 0) return Error(Errc::kIo, "session shim: no pid in its answer");
+  return p;
+}
+
+}  // namespace
+
+Result<ShimProcesses> startShim(const std::string& core, const std::string& dir, const Json& config) {
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return sysError("pipe");
+  UniqueFd in_r(in[0]), in_w(in[1]);
+  if (::pipe2(out, O_CLOEXEC) != 0) return sysError("pipe");
+  UniqueFd out_r(out[0]), out_w(out[1]);
+  // Everything the child touches is made before fork: the daemon has threads.
+  std::vector<std::string> args = {core, kShimCommand, dir};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t mid = ::fork();
+  if (mid == 0) {
+    // A new session, then a second fork: the shim is nobody's child here and no terminal's.
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);
+    ::dup2(in_r.get(), 0);
+    ::dup2(out_w.get(), 1);
+    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+    ::signal(SIGPIPE, SIG_IGN);  // a daemon that died mid-create must not kill the shim
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    char* envp[] = {nullptr};  // nothing of the daemon's environment
+    ::execve(argv[0], argv.data(), envp);
+    ::_exit(127);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (mid < 0) return sysError("fork");
+  while (::waitpid(mid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  in_r.reset();
+  out_w.reset();
+  const std::string text = dumpJson(config);
+  if (::write(in_w.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    return sysError("session shim: config");
+  in_w.reset();
+  ASSIGN_OR_RETURN(std::string line, readLine(out_r.get(), kReadyTimeoutMs));
+  ASSIGN_OR_RETURN(Json ready, parseJson(line));
+  if (ready.contains("error") && ready["error"].is_string())
+    return Error(Errc::kRefused, ready["error"].get<std::string>());
+  return processesOf(ready);
+}
+
+Result<ShimLink> ShimLink::connect(const std::string& dir, const std::string& secret, const ShimProcesses& expect) {
+  const std::string path = dir + "/control.sock";
+  ASSIGN_OR_RETURN(sockaddr_un addr, unixAddress(path));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return sysError("socket");
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return sysError("connect " + path);
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return sysError("SO_PEERCRED");
+  if (peer.uid != ::getuid()) return Error(Errc::kRefused, "control socket served by another uid");
+  // The pidfd first, then the start time: a pid reused in between cannot pass for the shim.
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0)));
+  if (!pidfd.valid()) return sysError("pidfd_open shim");
+  if (expect.shim_pid != 0 &&
+      (peer.pid != expect.shim_pid || static_cast<int64_t>(processStartTime(peer.pid)) != expect.shim_start))
+    return Error(Errc::kRefused, "control socket served by a process that is not the recorded shim");
+  ShimLink link(std::move(fd), std::move(pidfd));
+  ASSIGN_OR_RETURN(Json hello, link.call({{"op", "hello"}, {"secret", secret}}));
+  ASSIGN_OR_RETURN(link.procs_, processesOf(hello));
+  if (link.procs_.shim_pid != peer.pid) return Error(Errc::kRefused, "control socket: shim pid mismatch");
+  // Its init must be the recorded one too (a shim whose sandbox was replaced is not adopted).
+  if (expect.init_pid != 0 && (link.procs_.init_pid != expect.init_pid || link.procs_.init_start != expect.init_start))
+    return Error(Errc::kRefused, "control socket: the shim's init is not the recorded one");
+  return link;
+}
+
+Result<Json> ShimLink::call(const Json& req) {
+  const std::string text = dumpJson(req);
+  if (::send(fd_.get(), text.data(), text.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(text.size()))
+    return sysError("session shim: send");
+  pollfd p{fd_.get(), POLLIN, 0};
+  int rc;
+  while ((rc = ::poll(&p, 1, kCallTimeoutMs)) < 0 && errno == EINTR) {
+  }
+  if (rc <= 0) return Error(Errc::kIo, "session shim: no answer in time");
+  std::string buf(kMaxControlBytes, '\0');
+  const ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
+  if (n <= 0) return Error(Errc::kIo, "session shim: connection closed");
+  buf.resize(static_cast<size_t>(n));
+  ASSIGN_OR_RETURN(Json res, parseJson(buf));
+  if (!res.is_object() || !res.contains("ok") || res["ok"] != true)
+    return Error(Errc::kRefused, res.is_object() && res.contains("error") && res["error"].is_string()
+                                     ? res["error"].get<std::string>()
+                                     : std::string("session shim: refused"));
+  return res;
+}
+
+bool ShimLink::waitGone(int timeout_ms) {
+  for (;;) {
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    const int rc = ::poll(&p, 1, timeout_ms);
+    if (rc < 0 && errno == EINTR) continue;
+    return rc > 0;
+  }
+}
+
+}  // namespace corral::daemon

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon's end of a shim's control socket: start a shim, find one again, talk to it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "daemon/json_fields.h"
+
+namespace corral::daemon {
+
+struct ShimProcesses {
+  int64_t shim_pid = 0, shim_start = 0, init_pid = 0, init_start = 0;
+};
+
+// Starts `core __session-shim dir` detached from the daemon (its own session, reparented
+// away from the daemon, so neither the daemon's death nor its signals reach it), hands it
+// config on stdin and waits for its ready line. An Error carries the shim's own message.
+Result<ShimProcesses> startShim(const std::string& core, const std::string& dir, const Json& config);
+
+class ShimLink {
+ public:
+  // Connects to dir/control.sock and proves the secret. A shim is accepted only if the
+  // socket's peer (SO_PEERCRED) is the recorded shim process: pid and start time both, when
+  // expect.shim_pid is set; never on the pid alone.
+  static Result<ShimLink> connect(const std::string& dir, const std::string& secret, const ShimProcesses& expect);
+  // One request, its reply (which must say "ok": true; otherwise its "error" is the Error).
+  Result<Json> call(const Json& req);
+  // Blocks until the shim process has exited (its pidfd, opened before its identity was
+  // checked), up to timeout_ms.
+  bool waitGone(int timeout_ms);
+  const ShimProcesses& processes() const { return procs_; }
+
+ private:
+  ShimLink(UniqueFd fd, UniqueFd pidfd) : fd_(std::move(fd)), pidfd_(std::move(pidfd)) {}
+  UniqueFd fd_, pidfd_;
+  ShimProcesses procs_;
+};
+
+}  // namespace corral::daemon

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shim's event loop: control clients, init's replies, command output, deadlines.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "sandbox/linux_backend.h"
+
+namespace corral::daemon {
+
+struct ShimConfig {
+  int dir = -1;          // the session's directory (cmds/ beneath it)
+  int listen = -1;       // control.sock
+  std::string secret;    // what a client must present first
+  int ready = -1;        // where the ready line goes (then closed)
+  std::vector<std::pair<std::string, std::string>> env;  // the session's, added to every command's
+};
+
+// Runs until the session is stopped (a client's stop, SIGTERM) or its init is gone.
+void runShimLoop(const ShimConfig& cfg, const sandbox::RunOptions::SessionIo& io);
+
+}  // namespace corral::daemon

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shim's start: read the config, build the sandbox, hand over to the loop.
+#include "daemon/shim.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "base/log.h"
+#include "base/read_fd.h"
+#include "daemon/json_fields.h"
+#include "daemon/session_spec.h"
+#include "daemon/shim_loop.h"
+#include "daemon/unix_address.h"
+#include "policy/env_policy.h"
+#include "sandbox/linux_backend.h"
+
+namespace corral::daemon {
+namespace {
+
+void writeLine(int fd, const Json& j) {
+  const std::string line = dumpJson(j) + "\n";
+  (void)!::write(fd, line.data(), line.size());
+}
+
+Result<UniqueFd> listenControl(int dir, const std::string& dir_path) {
+  ASSIGN_OR_RETURN(sockaddr_un addr, unixAddress(dir_path + "/control.sock"));
+  UniqueFd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return sysError("socket");
+  ::unlinkat(dir, "control.sock", 0);  // a previous shim's, gone with it (the daemon checked)
+  const mode_t old = ::umask(0177);      // born 0600: no moment where another uid may connect
+  const int rc = ::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old);
+  if (rc != 0) return sysError("bind control.sock");
+  if (::listen(s.get(), 8) != 0) return sysError("listen control.sock");
+  return s;
+}
+
+}  // namespace
+
+uint64_t processStartTime(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  // Fields after the command name start at field 3 (state); the start time is field 22.
+  size_t pos = paren + 2;
+  for (int field = 3; field < 22 && pos != std::string::npos; ++field) pos = stat.find(' ', pos) + 1;
+  if (pos == 0 || pos >= stat.size()) return 0;
+  return std::strtoull(stat.c_str() + pos, nullptr, 10);
+}
+
+bool sameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+int shimMain(const std::vector<std::string>& args) {
+  if (args.size() != 1 || args[0].empty() || args[0][0] != '/') {
+    std::fprintf(stderr, "corral: %s takes the session directory\n", kShimCommand);
+    return 125;
+  }
+  const std::string& dir_path = args[0];
+  log::setLevel(log::Level::kInfo);
+  // stdout is the daemon's pipe for the ready line: keep it aside, and put /dev/null on 0..2
+  // (the sandbox's init is cloned from this process and must hold nothing of the daemon's).
+  auto config_text = readUpTo(0, kMaxControlBytes, "shim config");
+  UniqueFd ready(::fcntl(1, F_DUPFD_CLOEXEC, 3));
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!ready.valid() || !devnull.valid()) return 125;
+  for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull.get(), fd);
+  auto fail = [&](const Error& e) {
+    writeLine(ready.get(), {{"error", e.message()}});
+    return 125;
+  };
+  if (!config_text) return fail(config_text.error());
+  UniqueFd dir(::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!dir.valid()) return fail(sysError("open " + dir_path));
+  UniqueFd log(::openat(dir.get(), "shim.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!log.valid()) return fail(sysError("open shim.log"));
+  auto config = parseJson(*config_text);
+  if (!config) return fail(config.error());
+  auto fields = Fields::of(*config, "shim config", {"id", "secret", "spec"});
+  if (!fields) return fail(fields.error());
+  auto secret = fields->string("secret");
+  if (!secret || !*secret || (*secret)->size() < 32) return fail(Error(Errc::kInvalidArgument, "shim config: no secret"));
+  const Json* spec_json = fields->object("spec");
+  if (!spec_json) return fail(Error(Errc::kInvalidArgument, "shim config: no spec"));
+  auto spec = parseSessionSpec(*spec_json);
+  if (!spec) return fail(spec.error());
+  if (::mkdirat(dir.get(), "cmds", 0700) != 0 && errno != EEXIST) return fail(sysError("mkdir cmds"));
+  auto listen = listenControl(dir.get(), dir_path);
+  if (!listen) return fail(listen.error());
+
+  sandbox::SandboxSpec sandbox;
+  sandbox.argv = {"/bin/true"};  // never run: a session's init starts only what it is asked to
+  sandbox.env = policy::env::buildEnvironment(spec->env);
+  sandbox.limits = spec->limits;
+  ShimConfig cfg{dir.get(), listen->get(), **secret, ready.get(), spec->env};
+  sandbox::RunOptions options;
+  bool served = false;
+  options.session = [&](const sandbox::RunOptions::SessionIo& io) {
+    ::dup2(log.get(), 2);  // from here on log:: lines go to shim.log; init has been cloned
+    served = true;
+    runShimLoop(cfg, io);
+  };
+  auto ran = sandbox::runLinux(sandbox, options);
+  if (!ran && !served) return fail(ran.error());  // the sandbox never came up
+  log::info("session_ended", "shim_pid=" + std::to_string(::getpid()));
+  return 0;
+}
+
+}  // namespace corral::daemon

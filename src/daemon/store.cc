@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sessions and commands in SQLite, with a versioned schema.
+#include "daemon/store.h"
+
+#include <ctime>
+
+namespace corral::daemon {
+namespace {
+
+// Migration N takes the schema from version N-1 to N. Append; never edit a shipped one.
+constexpr const char* kMigrations[] = {
+    // 1: sessions and their commands.
+    "CREATE TABLE sessions(id TEXT PRIMARY KEY, name TEXT NOT NULL, owner_uid INTEGER NOT NULL,"
+    " state TEXT NOT NULL, secret TEXT NOT NULL, spec TEXT NOT NULL, shim_pid INTEGER NOT NULL DEFAULT 0,"
+    " shim_start INTEGER NOT NULL DEFAULT 0, init_pid INTEGER NOT NULL DEFAULT 0, init_start INTEGER NOT NULL DEFAULT 0,"
+    " created_at INTEGER NOT NULL, next_cmd INTEGER NOT NULL DEFAULT 1);"
+    "CREATE TABLE commands(session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, cmd INTEGER NOT NULL,"
+    " state TEXT NOT NULL, argc INTEGER NOT NULL, exit_code INTEGER, report TEXT NOT NULL DEFAULT '',"
+    " created_at INTEGER NOT NULL, PRIMARY KEY(session_id, cmd));",
+};
+
+int64_t now() { return static_cast<int64_t>(::time(nullptr)); }
+
+SessionRow sessionOf(const SqlRow& r) {
+  SessionRow s;
+  s.id = asText(r[0]);
+  s.name = asText(r[1]);
+  s.owner_uid = asInt(r[2]).value_or(-1);
+  s.state = asText(r[3]);
+  s.secret = asText(r[4]);
+  s.spec = asText(r[5]);
+  s.shim_pid = asInt(r[6]).value_or(0);
+  s.shim_start = asInt(r[7]).value_or(0);
+  s.init_pid = asInt(r[8]).value_or(0);
+  s.init_start = asInt(r[9]).value_or(0);
+  s.created_at = asInt(r[10]).value_or(0);
+  return s;
+}
+constexpr const char* kSessionCols =
+    "SELECT id, name, owner_uid, state, secret, spec, shim_pid, shim_start, init_pid, init_start, created_at FROM sessions";
+
+CommandRow commandOf(const SqlRow& r) {
+  CommandRow c;
+  c.session_id = asText(r[0]);
+  c.cmd = asInt(r[1]).value_or(0);
+  c.state = asText(r[2]);
+  c.argc = asInt(r[3]).value_or(0);
+  c.exit_code = asInt(r[4]);
+  c.report = asText(r[5]);
+  c.created_at = asInt(r[6]).value_or(0);
+  return c;
+}
+constexpr const char* kCommandCols = "SELECT session_id, cmd, state, argc, exit_code, report, created_at FROM commands";
+
+}  // namespace
+
+Result<Store> Store::open(const std::string& path) {
+  ASSIGN_OR_RETURN(Sqlite db, Sqlite::open(path));
+  Store s(std::move(db));
+  RETURN_IF_ERROR(s.migrate());
+  return s;
+}
+
+Result<void> Store::migrate() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query("PRAGMA user_version"));
+  const int64_t have = rows.empty() ? 0 : asInt(rows[0][0]).value_or(0);
+  constexpr int64_t want = static_cast<int64_t>(std::size(kMigrations));
+  static_assert(std::size(kMigrations) == kSchemaVersion);
+  if (have > want)
+    return Error(Errc::kUnsupported, "state database has schema version " + std::to_string(have) +
+                                         ", newer than this corral's " + std::to_string(want));
+  for (int64_t v = have; v < want; ++v) {
+    // Each step and its version bump commit together: a crash leaves the old or the new schema.
+    RETURN_IF_ERROR(db_.script(std::string("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version=" +
+                               std::to_string(v + 1) + ";COMMIT;"));
+  }
+  return {};
+}
+
+Result<int> Store::schemaVersion() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query("PRAGMA user_version"));
+  return static_cast<int>(rows.empty() ? 0 : asInt(rows[0][0]).value_or(0));
+}
+
+Result<void> Store::insertSession(const SessionRow& s) {
+  std::lock_guard lock(mu_);
+  return db_.exec("INSERT INTO sessions(id, name, owner_uid, state, secret, spec, created_at) VALUES(?,?,?,?,?,?,?)",
+                  {s.id, s.name, s.owner_uid, s.state, s.secret, s.spec, now()});
+}
+
+Result<void> Store::setSessionState(const std::string& id, const std::string& state) {
+  std::lock_guard lock(mu_);
+  return db_.exec("UPDATE sessions SET state=? WHERE id=?", {state, id});
+}
+
+Result<void> Store::setSessionProcesses(const std::string& id, int64_t shim_pid, int64_t shim_start, int64_t init_pid,
+                                        int64_t init_start) {
+  std::lock_guard lock(mu_);
+  return db_.exec("UPDATE sessions SET shim_pid=?, shim_start=?, init_pid=?, init_start=? WHERE id=?",
+                  {shim_pid, shim_start, init_pid, init_start, id});
+}
+
+Result<std::vector<SessionRow>> Store::sessions() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query(std::string(kSessionCols) + " ORDER BY created_at, id"));
+  std::vector<SessionRow> out;
+  for (const SqlRow& r : rows) out.push_back(sessionOf(r));
+  return out;
+}
+
+Result<std::optional<SessionRow>> Store::session(const std::string& id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query(std::string(kSessionCols) + " WHERE id=?", {id}));
+  if (rows.empty()) return std::optional<SessionRow>();
+  return std::optional<SessionRow>(sessionOf(rows[0]));
+}
+
+Result<void> Store::deleteSession(const std::string& id) {
+  std::lock_guard lock(mu_);
+  return db_.exec("DELETE FROM sessions WHERE id=?", {id});
+}
+
+Result<int64_t> Store::addCommand(const std::string& session_id, int64_t argc) {
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(db_.script("BEGIN IMMEDIATE"));
+  auto rows = db_.query("SELECT next_cmd FROM sessions WHERE id=?", {session_id});
+  auto fail = [&](Error e) -> Result<int64_t> {
+    (void)db_.script("ROLLBACK");
+    return e;
+  };
+  if (!rows) return fail(rows.error());
+  if (rows->empty()) return fail(Error(Errc::kInvalidArgument, "no such session"));
+  const int64_t cmd = asInt((*rows)[0][0]).value_or(1);
+  if (auto r = db_.exec("UPDATE sessions SET next_cmd=? WHERE id=?", {cmd + 1, session_id}); !r) return fail(r.error());
+  if (auto r = db_.exec("INSERT INTO commands(session_id, cmd, state, argc, created_at) VALUES(?,?,?,?,?)",
+                        {session_id, cmd, std::string("starting"), argc, now()});
+      !r)
+    return fail(r.error());
+  RETURN_IF_ERROR(db_.script("COMMIT"));
+  return cmd;
+}
+
+Result<void> Store::setCommand(const std::string& session_id, int64_t cmd, const std::string& state,
+                               std::optional<int64_t> exit_code, const std::string& report) {
+  std::lock_guard lock(mu_);
+  // Two statements rather than one with a NULL-or-integer value: GCC 12 misreads the variant.
+  if (exit_code)
+    return db_.exec("UPDATE commands SET state=?, exit_code=?, report=? WHERE session_id=? AND cmd=?",
+                    {state, *exit_code, report, session_id, cmd});
+  return db_.exec("UPDATE commands SET state=?, exit_code=NULL, report=? WHERE session_id=? AND cmd=?",
+                  {state, report, session_id, cmd});
+}
+
+Result<std::vector<CommandRow>> Store::commands(const std::string& session_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query(std::string(kCommandCols) + " WHERE session_id=? ORDER BY cmd", {session_id}));
+  std::vector<CommandRow> out;
+  for (const SqlRow& r : rows) out.push_back(commandOf(r));
+  return out;
+}
+
+Result<std::optional<CommandRow>> Store::command(const std::string& session_id, int64_t cmd) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query(std::string(kCommandCols) + " WHERE session_id=? AND cmd=?", {session_id, cmd}));
+  if (rows.empty()) return std::optional<CommandRow>();
+  return std::optional<CommandRow>(commandOf(rows[0]));
+}
+
+}  // namespace corral::daemon

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// A real `corral daemon` on a temporary state directory, and real clients of it: the corral
+// CLI, curl --unix-socket, python's http.client over AF_UNIX.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+#include "process.h"
+
+namespace corral::testing {
+
+std::string corralCoreBin();  // corral-core beside the build's corral
+
+class Daemon {
+ public:
+  // extra: more daemon options. The socket sits in the state directory's own "run" dir.
+  explicit Daemon(std::vector<std::string> extra = {});
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  const std::string& stateDir() const { return state_.path(); }
+  const std::string& socket() const { return socket_; }
+  // Starts it and waits (up to a minute) until it answers /v1/health; false if it did not.
+  bool start();
+  void kill9();              // SIGKILL, reaped; what it wrote to stderr is kept
+  bool stopTerm();           // SIGTERM; true when it exited 0
+  std::string stderrText() const { return log_; }  // what its finished runs wrote to stderr
+  RunResult startSecond();   // another daemon on the same state directory, waited for
+
+  // `corral ARGS...` with CORRAL_SOCKET pointing here.
+  RunResult cli(const std::vector<std::string>& args, RunOptions opts = {}) const;
+  // curl --unix-socket: the HTTP status and the body.
+  struct Http {
+    int status = 0;
+    std::string body;
+    nlohmann::json json() const;
+  };
+  Http curl(const std::string& method, const std::string& path, const std::string& body = "",
+            const std::vector<std::string>& extra = {}) const;
+  // A session made through the CLI; "" when creation failed (the test then fails on it).
+  std::string createSession(const std::vector<std::string>& opts = {}) const;
+  // Options every session needs on this host: cgroup-less rootless runs accept weaker limits.
+  static std::vector<std::string> hostSessionOptions();
+
+ private:
+  TempDir state_;
+  std::string socket_;
+  std::vector<std::string> extra_;
+  std::optional<Process> proc_;
+  std::string log_;
+};
+
+// The shims of sessions on the host: processes whose cmdline is corral-core __session-shim DIR
+// under state_dir.
+std::vector<pid_t> shimProcesses(const std::string& state_dir);
+
+}  // namespace corral::testing
