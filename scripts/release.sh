@@ -144,7 +144,7 @@ chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
 find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 rm -f "$out/$deb" "$out/$tarball" "$out/$sbom" "$out/SHA256SUMS" "$out/SHA256SUMS.sig"
-dpkg-deb --root-owner-group -Zxz -z9 --build "$stage" "$out/$deb" >/dev/null
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$out/$deb" >/dev/null
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --format=gnu \
   -C "$stage" --exclude=./DEBIAN --transform="s,^\.,$name-linux-amd64," -cf - . | gzip -9n >"$out/$tarball"
 cp "$gen/$sbom" "$out/$sbom"
