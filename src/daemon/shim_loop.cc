@@ -371,13 +371,13 @@ void Shim::run() {
   while (!stop_) {
     std::vector<pollfd> fds = {{io_.pidfd, POLLIN, 0}, {io_.signals, POLLIN, 0}, {cfg_.listen, POLLIN, 0}, {io_.sock, POLLIN, 0}};
     for (const Client& c : clients_) fds.push_back({c.fd.get(), POLLIN, 0});
-    std::vector<Stream*> open_streams;
+    std::vector<Stream*> polled_streams;
     std::optional<Clock::time_point> next;
     for (auto& [id, cmd] : cmds_) {
       for (Stream* s : {&cmd.out, &cmd.err})
         if (s->pipe.valid()) {
           fds.push_back({s->pipe.get(), POLLIN, 0});
-          open_streams.push_back(s);
+          polled_streams.push_back(s);
         }
       if (cmd.deadline && !cmd.timed_out && (!next || *cmd.deadline < *next)) next = cmd.deadline;
     }
@@ -400,8 +400,8 @@ void Shim::run() {
     for (size_t i = 0; i < clients_.size(); ++i)
       if (fds[4 + i].revents & (POLLIN | POLLHUP | POLLERR)) onClient(clients_[i]);
     const size_t base = 4 + clients_.size();
-    for (size_t i = 0; i < open_streams.size(); ++i)
-      if (fds[base + i].revents & (POLLIN | POLLHUP | POLLERR)) pump(*open_streams[i]);
+    for (size_t i = 0; i < polled_streams.size(); ++i)
+      if (fds[base + i].revents & (POLLIN | POLLHUP | POLLERR)) pump(*polled_streams[i]);
     std::erase_if(clients_, [](const Client& c) { return !c.fd.valid(); });
     if (fds[2].revents & POLLIN) accept();  // after the loops above: they index clients_ as polled
     const auto now = Clock::now();

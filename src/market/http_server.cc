@@ -74,24 +74,24 @@ void serveConnection(Stream& stream, const HttpLimits& limits, const HttpServer:
 
 class BeastServer final : public HttpServer {
  public:
-  BeastServer(HttpLimits limits, Handler handler) : limits_(limits), handler_(std::move(handler)), acceptor_(io_) {}
+  BeastServer(const HttpLimits& limits, Handler handler) : limits_(limits), handler_(std::move(handler)), acceptor_(io_) {}
 
   Result<void> open(const std::string& listen, const std::string& cert, const std::string& key) {
     const size_t colon = listen.rfind(':');
     if (colon == std::string::npos) return Error(Errc::kInvalidArgument, "--listen must be ADDR:PORT");
     std::string host = listen.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    int port = 0;
+    int port_number = 0;
     try {
-      port = std::stoi(listen.substr(colon + 1));
+      port_number = std::stoi(listen.substr(colon + 1));
     } catch (...) {
       return Error(Errc::kInvalidArgument, "--listen port is not a number");
     }
-    if (port < 0 || port > 65535) return Error(Errc::kInvalidArgument, "--listen port out of range");
+    if (port_number < 0 || port_number > 65535) return Error(Errc::kInvalidArgument, "--listen port out of range");
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(host, ec);
     if (ec) return Error(Errc::kInvalidArgument, "--listen address is not an IP address");
-    const tcp::endpoint ep(addr, static_cast<uint16_t>(port));
+    const tcp::endpoint ep(addr, static_cast<uint16_t>(port_number));
     acceptor_.open(ep.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(ep, ec);
@@ -145,16 +145,15 @@ class BeastServer final : public HttpServer {
     const timeval tv{limits_.idle_seconds, 0};
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    tcp::socket& stream = sock;
     try {
       if (tls_) {
-        asio::ssl::stream<tcp::socket&> tls(stream, *tls_);
+        asio::ssl::stream<tcp::socket&> tls(sock, *tls_);
         boost::system::error_code ec;
         tls.handshake(asio::ssl::stream_base::server, ec);
         if (ec) return;
         serveConnection(tls, limits_, handler_);
       } else {
-        serveConnection(stream, limits_, handler_);
+        serveConnection(sock, limits_, handler_);
       }
     } catch (const std::exception&) {
       // Beast throws only on allocation failure here; the connection is dropped.

@@ -82,7 +82,7 @@ Result<std::vector<std::string>> moduleOrder(const std::string& release) {
     if (colon == std::string::npos) continue;
     std::string path = line.substr(0, colon);
     std::string name = path.substr(path.rfind('/') + 1);
-    name = name.substr(0, name.find('.'));
+    name.resize(std::min(name.size(), name.find('.')));
     std::replace(name.begin(), name.end(), '-', '_');
     by_name[name] = path;
     std::istringstream ds(line.substr(colon + 1));
@@ -148,7 +148,7 @@ Result<std::map<std::string, Package>> installedPackages() {
         size_t b = alt.find_first_not_of(' ');
         if (b == std::string::npos) continue;
         std::string name = alt.substr(b);
-        name = name.substr(0, name.find_first_of(" (:"));
+        name.resize(std::min(name.size(), name.find_first_of(" (:")));
         if (!name.empty()) alts.push_back(name);
       }
       if (!alts.empty()) p.depends.push_back(alts);
@@ -267,7 +267,7 @@ Result<std::string> kernelRelease(const std::string& bzimage) {
   if (off == 0 || ::pread(fd.get(), ver, sizeof ver - 1, off + 0x200) <= 0)
     return Error(Errc::kInvalidArgument, "--vm-kernel " + bzimage + ": no version string");
   std::string release(ver);
-  release = release.substr(0, release.find(' '));
+  release.resize(std::min(release.size(), release.find(' ')));
   if (release.empty() || release.find('/') != std::string::npos || release[0] == '.')
     return Error(Errc::kInvalidArgument, "--vm-kernel " + bzimage + ": bad version string");
   return release;

@@ -28,6 +28,7 @@ Result<std::string> runTool(const std::vector<std::string>& args, size_t max_out
   argv.push_back(nullptr);
   char env0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
   char env1[] = "LC_ALL=C";
+  // cppcheck-suppress variableScope ; built before fork: the child makes no allocation
   char* envp[] = {env0, env1, nullptr};
   const pid_t pid = ::fork();
   if (pid < 0) return sysError("fork " + args.front());

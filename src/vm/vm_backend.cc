@@ -88,9 +88,9 @@ class Jailer {
   ~Jailer() { kill(); }
   static Result<Jailer> start(const sandbox::SandboxSpec& qemu_spec, UniqueFd channel, UniqueFd err_w) {
     const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) return sysError("fork the QEMU jailer");
-    if (pid == 0) {
+    const pid_t child = ::fork();
+    if (child < 0) return sysError("fork the QEMU jailer");
+    if (child == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(kExitCorral);
       sigset_t none;
@@ -108,7 +108,7 @@ class Jailer {
       ::_exit(r->exit_code & 0xff);
     }
     Jailer j;
-    j.pid_ = pid;
+    j.pid_ = child;
     return j;
   }
   pid_t pid() const { return pid_; }
@@ -272,7 +272,8 @@ Result<std::string> agentPath() {
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) return sysError("cannot find corral-vm-init: readlink /proc/self/exe");
   std::string p(self, static_cast<size_t>(n));
-  p = p.substr(0, p.rfind('/') + 1) + "corral-vm-init";
+  p.resize(p.rfind('/') + 1);
+  p += "corral-vm-init";
   if (::access(p.c_str(), R_OK) != 0) return sysError("the guest agent " + p);
   return p;
 }
