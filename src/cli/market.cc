@@ -53,7 +53,7 @@ int serveMain(const std::vector<std::string>& args) {
     long long lo, hi;
   } nums[] = {{"--fee-bps", &o.fee_bps, 0, 10000},
               {"--suspend-after-strikes", &o.suspend_after_strikes, 1, 1000},
-              {"--claim-seconds", &o.claim_seconds, 1, 86400 * 30},
+              {"--claim-seconds", &o.claim_seconds, 1, 86400LL * 30},
               {"--rate-limit", &o.rate_per_minute, 1, 1'000'000},
               {"--sweep-seconds", &o.sweep_seconds, 1, 3600}};
   for (auto& n : nums) {
@@ -115,7 +115,7 @@ int marketMain(const std::vector<std::string>& args) {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 125 : 0;
   }
-  const std::string sub = args[0];
+  const std::string& sub = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "serve") return serveMain(rest);
   if (sub == "ledger") return ledgerMain(rest);

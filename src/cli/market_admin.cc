@@ -38,7 +38,7 @@ Result<json> adminCall(const std::string& path, const json& req) {
     if (n < 0) return sysError("read " + path);
     if (n == 0) break;
     buf.append(chunk, static_cast<size_t>(n));
-    if (buf.size() > 1024 * 1024) return Error(Errc::kLimit, "admin answer too large");
+    if (buf.size() > size_t{1024} * 1024) return Error(Errc::kLimit, "admin answer too large");
   }
   auto j = json::parse(buf, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Error(Errc::kIo, "admin socket answered with something other than JSON");

@@ -64,7 +64,7 @@ Result<std::string> readBodyFile(const std::string& path) {
     if (n < 0) return sysError("read --body-file");
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
-    if (out.size() > 512 * 1024) return Error(Errc::kLimit, "--body-file is larger than 512 KiB");
+    if (out.size() > size_t{512} * 1024) return Error(Errc::kLimit, "--body-file is larger than 512 KiB");
   }
   return out;
 }

@@ -12,7 +12,7 @@
 
 namespace corral::daemon {
 
-struct ApiResult {
+struct ApiResult {  // NOLINT(bugprone-exception-escape): false positive from the nlohmann::json member's special members
   int status = 0;
   Json body;
 };

@@ -17,7 +17,7 @@ namespace corral::daemon {
 namespace {
 
 constexpr int kLivenessCheckMs = 2000;  // an idle stream asks whether the shim is still there
-constexpr size_t kFrameBytes = 48 * 1024;
+constexpr size_t kFrameBytes = size_t{48} * 1024;
 
 // Sends what was appended to a spool file since the last call, as NDJSON frames.
 bool pumpFile(int fd, const char* stream, const ChunkWriter& write) {

@@ -14,7 +14,7 @@
 
 namespace corral::daemon {
 
-inline constexpr size_t kMaxHeaderBytes = 16 * 1024;
+inline constexpr size_t kMaxHeaderBytes = size_t{16} * 1024;
 inline constexpr size_t kMaxBodyBytes = 1 << 20;
 inline constexpr int kMaxConnections = 256;
 inline constexpr int kIoTimeoutMs = 60'000;

@@ -34,7 +34,8 @@ Result<std::vector<std::pair<std::string, std::string>>> envPairs(const std::vec
 
 std::vector<std::string> envStrings(const std::vector<std::pair<std::string, std::string>>& env) {
   std::vector<std::string> out;
-  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(std::string(k).append("=").append(v));
   return out;
 }
 

@@ -62,6 +62,7 @@ Result<ShimProcesses> startShim(const std::string& core, const std::string& dir,
   // Everything the child touches is made before fork: the daemon has threads.
   std::vector<std::string> args = {core, kShimCommand, dir};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   sigset_t all, old;

@@ -358,7 +358,7 @@ void Shim::run() {
       char text[1024] = {};
       if (!f.valid() || ::read(f.get(), text, sizeof text - 1) <= 0) return 0;
       const char* p = std::strstr(text, "\nPid:");
-      return p ? std::atoi(p + 5) : 0;
+      return p ? static_cast<int>(std::strtol(p + 5, nullptr, 10)) : 0;
     }();
     init_start_ = processStartTime(init_pid_);
     const Json ready = {{"ok", true}, {"shim_pid", ::getpid()}, {"shim_start", processStartTime(::getpid())},

@@ -106,6 +106,7 @@ Result<std::vector<SessionRow>> Store::sessions() {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(auto rows, db_.query(std::string(kSessionCols) + " ORDER BY created_at, id"));
   std::vector<SessionRow> out;
+  out.reserve(rows.size());
   for (const SqlRow& r : rows) out.push_back(sessionOf(r));
   return out;
 }
@@ -157,6 +158,7 @@ Result<std::vector<CommandRow>> Store::commands(const std::string& session_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(auto rows, db_.query(std::string(kCommandCols) + " WHERE session_id=? ORDER BY cmd", {session_id}));
   std::vector<CommandRow> out;
+  out.reserve(rows.size());
   for (const SqlRow& r : rows) out.push_back(commandOf(r));
   return out;
 }

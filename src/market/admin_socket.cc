@@ -154,13 +154,13 @@ void AdminSocket::loop() {
     ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     std::string buf;
     char chunk[4096];
-    while (buf.size() <= 64 * 1024 && buf.find('\n') == std::string::npos) {
+    while (buf.size() <= size_t{64} * 1024 && buf.find('\n') == std::string::npos) {
       const ssize_t n = ::read(c.get(), chunk, sizeof chunk);
       if (n <= 0) break;
       buf.append(chunk, static_cast<size_t>(n));
     }
     std::string out;
-    if (buf.size() > 64 * 1024) {
+    if (buf.size() > size_t{64} * 1024) {
       out = reply(413, {{"error", "admin request too large"}});
     } else {
       const std::string line = buf.substr(0, buf.find('\n'));

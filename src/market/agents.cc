@@ -173,7 +173,7 @@ void failpoint(const char* name) {
   static std::atomic<int> hits{0};
   const size_t n = std::strlen(name);
   if (std::strncmp(spec, name, n) != 0 || (spec[n] != '\0' && spec[n] != ':')) return;
-  const int want = spec[n] == ':' ? std::atoi(spec + n + 1) : 1;
+  const int want = spec[n] == ':' ? static_cast<int>(std::strtol(spec + n + 1, nullptr, 10)) : 1;
   if (hits.fetch_add(1) + 1 >= want) ::raise(SIGKILL);
 }
 

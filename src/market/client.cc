@@ -40,14 +40,14 @@ Result<std::string> readPrivate(const std::string& path) {
     if (n < 0) return sysError("read " + path);
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
-    if (out.size() > 64 * 1024) return Error(Errc::kLimit, path + " is too large");
+    if (out.size() > size_t{64} * 1024) return Error(Errc::kLimit, path + " is too large");
   }
   return out;
 }
 
 size_t collect(char* p, size_t size, size_t n, void* user) {
   auto* s = static_cast<std::string*>(user);
-  if (s->size() + size * n > 8 * 1024 * 1024) return 0;
+  if (s->size() + size * n > size_t{8} * 1024 * 1024) return 0;
   s->append(p, size * n);
   return size * n;
 }

@@ -21,7 +21,7 @@ Result<void> writeIdentity(const std::string& path, const Identity& id);
 // Refuses a file that others can read (mode & 077).
 Result<Identity> readIdentity(const std::string& path);
 
-struct Response {
+struct Response {  // NOLINT(bugprone-exception-escape): false positive from the nlohmann::json member's special members
   long status = 0;
   nlohmann::json body;
 };

@@ -28,8 +28,8 @@ struct HttpResponse {
 };
 
 struct HttpLimits {
-  size_t header_bytes = 8 * 1024;
-  size_t body_bytes = 1024 * 1024;
+  size_t header_bytes = size_t{8} * 1024;
+  size_t body_bytes = size_t{1024} * 1024;
   int max_connections = 256;
   int idle_seconds = 30;
 };

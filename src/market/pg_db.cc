@@ -65,7 +65,7 @@ class PgDb final : public Db {
       }
     }
     const char* tuples = PQcmdTuples(res.get());
-    out.affected = (tuples && *tuples) ? std::atoll(tuples) : 0;
+    out.affected = (tuples && *tuples) ? std::strtoll(tuples, nullptr, 10) : 0;
     return out;
   }
 

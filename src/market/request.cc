@@ -61,7 +61,7 @@ Result<int64_t> intField(const json& j, const char* field, int64_t min, int64_t 
 }
 
 namespace {
-constexpr size_t kMaxCiphertext = 700 * 1024;  // base64 of the body cap's worth
+constexpr size_t kMaxCiphertext = size_t{700} * 1024;  // base64 of the body cap's worth
 }  // namespace
 
 Result<NewTask> parsePost(std::string_view body) {
