@@ -401,6 +401,7 @@ void Shim::run() {
       if (fds[4 + i].revents & (POLLIN | POLLHUP | POLLERR)) onClient(clients_[i]);
     const size_t base = 4 + clients_.size();
     for (size_t i = 0; i < polled_streams.size(); ++i)
+      // cppcheck-suppress shadowVariable ; no outer variable of that name: a false positive
       if (fds[base + i].revents & (POLLIN | POLLHUP | POLLERR)) pump(*polled_streams[i]);
     std::erase_if(clients_, [](const Client& c) { return !c.fd.valid(); });
     if (fds[2].revents & POLLIN) accept();  // after the loops above: they index clients_ as polled

@@ -15,12 +15,15 @@ constexpr const char* kTaskColumns =
 
 Task taskFrom(const Rows& r, size_t i) {
   Task t;
+  // cppcheck-suppress constVariable ; written through, field by field
   std::string* const texts[] = {&t.id,     &t.buyer,  &t.title,   &t.category, &t.model, &t.state,
                           &t.outcome, &t.seller, &t.judge, &t.verdict,  &t.reason};
   size_t c = 0;
   for (std::string* s : texts) *s = r.text(i, c++);
+  // cppcheck-suppress constVariable ; written through, field by field
   int64_t* const nums[] = {&t.max_price, &t.deadline, &t.claim_deadline, &t.price, &t.fee};
   for (int64_t* n : nums) *n = r.num(i, c++);
+  // cppcheck-suppress constVariable ; written through, field by field
   std::string* const sealed[] = {&t.body_ct, &t.runner_key, &t.key_wrap, &t.result_ct, &t.result_key_wrap, &t.judge_key, &t.judge_wrap};
   for (std::string* s : sealed) *s = r.text(i, c++);
   return t;

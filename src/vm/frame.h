@@ -15,7 +15,7 @@ namespace corral::vm::frame {
 
 // A frame is a 4-byte big-endian length L, then L bytes: one type byte and L-1 payload bytes.
 inline constexpr size_t kHeaderBytes = 4;
-inline constexpr size_t kMaxPayload = 64 * 1024;  // bounds what a hostile guest makes the host buffer
+inline constexpr size_t kMaxPayload = size_t{64} * 1024;  // bounds what a hostile guest makes the host buffer
 
 enum class Type : uint8_t {
   // host -> guest

@@ -99,7 +99,7 @@ Result<std::vector<std::string>> moduleOrder(const std::string& release) {
   for (const std::string& w : wanted) {
     auto it = by_name.find(w);
     if (it == by_name.end()) continue;  // built in
-    stack.push_back({it->second, false});
+    stack.emplace_back(it->second, false);
     while (!stack.empty()) {
       auto [path, expanded] = stack.back();
       stack.pop_back();
@@ -108,13 +108,13 @@ Result<std::vector<std::string>> moduleOrder(const std::string& release) {
         continue;
       }
       if (seen.count(path)) continue;
-      stack.push_back({path, true});
+      stack.emplace_back(path, true);
       for (const std::string& d : deps[path])
-        if (!seen.count(d)) stack.push_back({d, false});
+        if (!seen.count(d)) stack.emplace_back(d, false);
     }
   }
   if (order.empty()) return Error(Errc::kUnsupported, "no guest modules found in " + base);
-  for (std::string& p : order) p = base + p;
+  for (std::string& p : order) p.insert(0, base);
   return order;
 }
 
@@ -299,7 +299,7 @@ Result<std::string> initramfs(const std::string& cache, const std::string& agent
     std::string name = m.substr(m.rfind('/') + 1);
     key += name + " " + audit::sha256Hex(bytes) + "\n";
     order += name + "\n";
-    files.push_back({"modules/" + name, std::move(bytes)});
+    files.emplace_back("modules/" + name, std::move(bytes));
   }
   const std::string path = cache + "/initramfs-" + audit::sha256Hex(key).substr(0, 32) + ".cpio";
   if (exists(path)) return path;
@@ -373,7 +373,7 @@ Result<void> workspaceImage(const std::string& dir, uint64_t bytes, const std::s
   }
   std::vector<std::string> args = {mkfs, "-q", "-F", "-t", "ext4", "-O", "^has_journal", "-m", "0", "-E", "root_owner=0:0"};
   if (!dir.empty()) {
-    args.push_back("-d");
+    args.emplace_back("-d");
     args.push_back(dir);
   }
   args.push_back(out);

@@ -24,6 +24,7 @@ Result<std::string> runTool(const std::vector<std::string>& args, size_t max_out
   if (::pipe2(err, O_CLOEXEC) != 0) return sysError("pipe");
   UniqueFd err_r(err[0]), err_w(err[1]);
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   char env0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";

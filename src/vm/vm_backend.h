@@ -11,7 +11,7 @@
 
 namespace corral::vm {
 
-struct VmRun {
+struct VmRun {  // NOLINT(bugprone-exception-escape): false positive from the nlohmann::json member's special members
   sandbox::RunReport report;
   nlohmann::ordered_json extra;  // "backend" and "vm" (accelerator, size, kernel, boot times, guest devices)
 };

@@ -62,7 +62,7 @@ std::vector<std::string> listDir(const std::string& path) {
   DIR* d = ::opendir(path.c_str());
   if (!d) return out;
   while (dirent* e = ::readdir(d))
-    if (e->d_name[0] != '.') out.push_back(e->d_name);
+    if (e->d_name[0] != '.') out.emplace_back(e->d_name);
   ::closedir(d);
   return out;
 }
@@ -297,7 +297,7 @@ int agent(int argc, char** argv) {
 }  // namespace
 }  // namespace corral::vm::guest
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only bad_alloc can escape, and PID 1 ending panics the guest either way
   if (::getpid() != 1) {
     std::fprintf(stderr, "corral-vm-init: the guest agent runs only as PID 1 of a corral microVM\n");
     return 125;
