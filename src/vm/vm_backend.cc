@@ -220,6 +220,9 @@ Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& 
   if (::getuid() == 0) {
     const uid_t sandbox_uid = sandbox::userns::planIdMap(0, 0).host_uid;
     if (::chown(dir.path().c_str(), sandbox_uid, sandbox_uid) != 0) return sysError("chown the VM run directory");
+    // Searchable (not listable) by root too: corral opens the jail's --ro-bind sources as the
+    // caller, without capabilities (sandbox/mountns), and the name is random.
+    if (::chmod(dir.path().c_str(), 0711) != 0) return sysError("chmod the VM run directory");
   }
   timings["workspace_image_ms"] = msSince(t1);
   return im;
