@@ -20,23 +20,10 @@ LINT_CPPCHECK_SUPPRESS := noExplicitConstructor useStlAlgorithm unusedStructMemb
                           unmatchedSuppression
 
 
-# The compilation database restricted to src/ minus unit tests (or to LINT_FILES), so both
-# tools see exactly the flags the build uses and nothing generated or third-party.
-define lint_select_db
-import json, os, sys
-db = json.load(open(sys.argv[1]))
-want = {os.path.abspath(f) for f in sys.argv[3].split()}
-src = os.path.abspath("src") + "/"
-keep, seen = [], set()
-for e in db:
-    f = os.path.join(e["directory"], e["file"])
-    if f in seen or not f.startswith(src) or f.endswith("_test.cc"): continue
-    if want and f not in want: continue
-    seen.add(f); keep.append(e)
-json.dump(keep, open(sys.argv[2] + "/compile_commands.json", "w"), indent=1)
-open(sys.argv[2] + "/files.txt", "w").write("".join(f + "\n" for f in sorted(seen)))
-endef
-export lint_select_db
+# The compilation database restricted to src/ minus unit tests (scripts/lint_select.py), to
+# LINT_FILES, or with LINT_SINCE=COMMIT to what can have changed since a lint-clean commit
+# (CI passes .ci/lint-baseline: a full lint of src/ no longer fits CI's time on 2 cores).
+LINT_SINCE ?=
 
 .PHONY: lint lint-deps lint-db lint-tidy lint-cppcheck
 
@@ -45,9 +32,7 @@ lint-deps:
 
 lint-db: lint-deps $(BUILD)/build.ninja
 	@mkdir -p $(LINT_OUT)
-	@python3 -c "$$lint_select_db" $(BUILD)/compile_commands.json $(LINT_OUT) "$(LINT_FILES)"
-	@n=$$(wc -l < $(LINT_OUT)/files.txt); echo "lint: $$n files from $(BUILD)/compile_commands.json"; \
-	 [ $$n -gt 0 ] || { echo "lint: nothing to lint (LINT_FILES=\"$(LINT_FILES)\" matches no src/ file of the build)"; exit 1; }
+	@python3 scripts/lint_select.py $(BUILD) $(LINT_OUT) --files "$(LINT_FILES)" --since "$(LINT_SINCE)"
 
 # One clang-tidy per file, $(JOBS) at a time; a finding is a unique "file:line:col: warning/error".
 # -Wno-error: the build's -Werror would turn clang's own warnings (clang-diagnostic-*) into
@@ -55,7 +40,7 @@ lint-db: lint-deps $(BUILD)/build.ninja
 # clang-tidy exits non-zero on a compiler error (a finding, listed) but also when it cannot
 # run at all (no binary, a crash): that must fail too, not read as "clean".
 lint-tidy: lint-db
-	@status=0; xargs -a $(LINT_OUT)/files.txt -P $(JOBS) -n 1 $(LINT_TIDY) -p $(LINT_OUT) --quiet --extra-arg=-Wno-error \
+	@status=0; xargs -r -a $(LINT_OUT)/files.txt -P $(JOBS) -n 1 $(LINT_TIDY) -p $(LINT_OUT) --quiet --extra-arg=-Wno-error \
 	  > $(LINT_OUT)/clang-tidy.raw 2> $(LINT_OUT)/clang-tidy.stderr || status=$$?; \
 	 { grep -E '^/.*:[0-9]+:[0-9]+: (warning|error): ' $(LINT_OUT)/clang-tidy.raw || true; } \
 	  | sed "s|^$(CURDIR)/||" | sort -u > $(LINT_OUT)/clang-tidy.txt; \
@@ -71,12 +56,12 @@ lint-tidy: lint-db
 
 lint-cppcheck: lint-db
 	@mkdir -p $(LINT_OUT)/cppcheck-cache
-	@cppcheck --project=$(LINT_OUT)/compile_commands.json --std=c++20 --quiet -j $(JOBS) \
+	@if [ ! -s $(LINT_OUT)/files.txt ]; then : > $(LINT_OUT)/cppcheck.raw; else cppcheck --project=$(LINT_OUT)/compile_commands.json --std=c++20 --quiet -j $(JOBS) \
 	  --enable=warning,style,performance,portability --inline-suppr \
 	  $(addprefix --suppress=,$(LINT_CPPCHECK_SUPPRESS)) \
 	  --cppcheck-build-dir=$(LINT_OUT)/cppcheck-cache \
 	  --template='{file}:{line}:{column}: {severity}: {message} [{id}]' 2> $(LINT_OUT)/cppcheck.raw \
-	  || { echo "lint: cppcheck failed to run ($(LINT_OUT)/cppcheck.raw)"; exit 1; }
+	  || { echo "lint: cppcheck failed to run ($(LINT_OUT)/cppcheck.raw)"; exit 1; }; fi
 	@sed "s|^$(CURDIR)/||" $(LINT_OUT)/cppcheck.raw | grep -E '^[^ ]+:[0-9]+:[0-9]+: ' | sort -u > $(LINT_OUT)/cppcheck.txt || true
 	@n=$$(wc -l < $(LINT_OUT)/cppcheck.txt); \
 	 if [ $$n -gt 0 ]; then sed 's/^/  /' $(LINT_OUT)/cppcheck.txt; \

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Chooses the translation units `make lint` checks and writes their compilation database.
+
+    lint_select.py BUILD OUT [--files "a.cc b.cc"] [--since COMMIT]
+
+Always: src/ minus unit tests (*_test.cc), with the build's exact flags, so clang-tidy and
+cppcheck see what the compiler sees and nothing generated or third-party.
+
+--files narrows to the named files. --since COMMIT narrows to what can have changed since a
+commit at which the whole of src/ was lint-clean (.ci/lint-baseline): every .cc changed since
+then, and every .cc whose object, by the build's own dependency log (`ninja -t deps`),
+includes a header changed since then (a .cc the build has not compiled yet is checked). A
+change to .clang-tidy selects everything, and so does a commit that git cannot find (a
+shallow clone): the narrowing is never a guess.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# The checks themselves. (A change to cppcheck's flags in mk/lint.mk needs a full `make lint`
+# by hand and a new .ci/lint-baseline; so does a new clang-tidy or cppcheck version.)
+FULL_TRIGGERS = (".clang-tidy",)
+
+
+def git(*args):
+    return subprocess.run(["git", *args], check=True, capture_output=True, text=True).stdout
+
+
+def changed_since(commit):
+    """Paths (relative to the repository) changed since commit, or None when unknown."""
+    try:
+        git("cat-file", "-e", commit + "^{commit}")
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return None
+    tracked = git("diff", "--name-only", commit, "--").split()  # against the work tree
+    untracked = git("ls-files", "--others", "--exclude-standard").split()
+    return set(tracked) | set(untracked)
+
+
+def object_deps(build):
+    """{absolute source path: set of absolute paths it was compiled from} from ninja's log."""
+    out = subprocess.run(["ninja", "-C", build, "-t", "deps"], check=True, capture_output=True,
+                         text=True).stdout
+    deps, current = {}, None
+    for line in out.splitlines():
+        if not line.strip():
+            current = None
+        elif not line.startswith(" "):
+            current = set()
+            deps[line.split(":", 1)[0]] = current
+        elif current is not None:
+            current.add(os.path.normpath(os.path.join(build, line.strip())))
+    by_source = {}
+    for paths in deps.values():
+        for p in paths:
+            if p.endswith(".cc"):
+                by_source.setdefault(p, set()).update(paths)
+    return by_source
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("out")
+    ap.add_argument("--files", default="")
+    ap.add_argument("--since", default="")
+    a = ap.parse_args()
+    root = os.path.abspath(".")
+    a.build = os.path.abspath(a.build)
+    src = os.path.join(root, "src") + "/"
+    db = json.load(open(os.path.join(a.build, "compile_commands.json")))
+    want = {os.path.abspath(f) for f in a.files.split()}
+
+    changed, reason = None, "all of src/"
+    if a.since:
+        changed = changed_since(a.since)
+        if changed is None:
+            reason = f"all of src/ (commit {a.since} is not in this clone)"
+        elif any(t in changed for t in FULL_TRIGGERS):
+            changed, reason = None, "all of src/ (the lint configuration changed)"
+        else:
+            changed = {os.path.join(root, p) for p in changed}
+            reason = f"what changed since {a.since[:12]}"
+    deps = object_deps(a.build) if changed is not None else {}
+
+    keep, seen = [], set()
+    for e in db:
+        f = os.path.normpath(os.path.join(e["directory"], e["file"]))
+        if f in seen or not f.startswith(src) or f.endswith("_test.cc"):
+            continue
+        if want and f not in want:
+            continue
+        # A file the build has not compiled yet has no dependency record: checked.
+        if changed is not None and f not in changed and f in deps and not deps[f] & changed:
+            continue
+        seen.add(f)
+        keep.append(e)
+    json.dump(keep, open(os.path.join(a.out, "compile_commands.json"), "w"), indent=1)
+    open(os.path.join(a.out, "files.txt"), "w").write("".join(f + "\n" for f in sorted(seen)))
+    print(f"lint: {len(seen)} files ({reason}) from {a.build}/compile_commands.json")
+    # An empty list is a clean result only when nothing changed; otherwise the tools could
+    # not run, which must not read as clean.
+    if not seen and changed is None:
+        print(f'lint: nothing to lint (LINT_FILES="{a.files}" matches no src/ file of the build)')
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
