@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "base/log.h"
 #include "base/unique_fd.h"
@@ -69,6 +70,7 @@ int runDaemon(const DaemonOptions& opts) {
   }();
   Sessions sessions(*store, opts.state_dir, core);
   sessions.reconcile();
+  std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
   auto server = Server::listen({opts.socket, opts.allow_group});
   if (!server) return fail(server.error());
   log::info("daemon_ready", "socket=" + log::value(opts.socket) + " pid=" + std::to_string(::getpid()) +

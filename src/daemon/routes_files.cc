@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// /v1/sessions/{id}/files/PATH (download, upload, remove) and /v1/sessions/{id}/stat[/PATH] (a
+// directory's with its entries).
+#include <unistd.h>
+
+#include <memory>
+
+#include "base/log.h"
+#include "daemon/api.h"
+#include "daemon/files.h"
+#include "daemon/sessions.h"
+
+namespace corral::daemon {
+namespace {
+
+constexpr size_t kDownloadChunk = size_t{64} * 1024;
+
+std::string joined(const std::vector<std::string>& seg, size_t from) {
+  std::string out;
+  for (size_t i = from; i < seg.size(); ++i) out += (out.empty() ? "" : "/") + seg[i];
+  return out;
+}
+
+// The file's bytes as a chunked application/octet-stream body, 64 KiB at a time: a slow
+// reader holds one chunk, never the file.
+ApiResponse download(files::Download d) {
+  auto fd = std::make_shared<UniqueFd>(std::move(d.fd));
+  ApiResponse r{200, nullptr, [fd](const ChunkWriter& write) {
+                  std::string buf(kDownloadChunk, '\0');
+                  for (;;) {
+                    const ssize_t n = ::read(fd->get(), buf.data(), buf.size());
+                    if (n < 0 && errno == EINTR) continue;
+                    if (n <= 0 || !write(std::string_view(buf.data(), static_cast<size_t>(n)))) return;
+                  }
+                }};
+  r.content_type = "application/octet-stream";
+  return r;
+}
+
+ApiResponse upload(const ApiRequest& req, Sessions::Workspace& ws, const std::string& path) {
+  if (!req.body_stream) return errorResponse(400, "invalid_request", "an upload needs a body");
+  auto up = files::Upload::begin(ws.dir.get(), path, ws.uid, ws.gid, ws.cap);
+  if (!up) return errorResponse(up.error());
+  Result<void> wrote;
+  auto got = req.body_stream([&](std::string_view piece) {
+    wrote = up->write(piece);
+    return wrote;
+  });
+  if (!wrote) return errorResponse(413, "too_large", wrote.error().message());
+  if (!got) return errorResponse(got.error().code() == static_cast<int>(Errc::kLimit) ? 413 : 400,
+                                 got.error().code() == static_cast<int>(Errc::kLimit) ? "too_large" : "malformed_request",
+                                 got.error().message());
+  auto done = up->commit();
+  if (done) log::info("file_uploaded", "session=" + req.segments[2] + " bytes=" + std::to_string(*got) +
+                                           " peer_uid=" + std::to_string(req.peer.uid) + " peer_pid=" + std::to_string(req.peer.pid));
+  return answer(std::move(done), 201);
+}
+
+}  // namespace
+
+std::optional<ApiResponse> routeFiles(const ApiRequest& req, ApiContext& ctx) {
+  const auto& seg = req.segments;
+  if (seg.size() < 4 || seg[1] != "sessions" || (seg[3] != "files" && seg[3] != "stat")) return std::nullopt;
+  if (req.method != "PUT" && !req.body.empty()) return errorResponse(400, "invalid_request", req.method + " takes no body");
+  auto path = files::checkedPath(joined(seg, 4));
+  if (!path) return errorResponse(path.error());
+  auto ws = ctx.sessions.workspace(req.peer, seg[2]);
+  if (!ws) return errorResponse(ws.error());
+  const int dir = ws->dir.get();
+  if (seg[3] == "stat") {
+    if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET");
+    auto st = files::stat(dir, *path);
+    if (!st || (*st)["type"] != "directory") return answer(std::move(st));
+    auto listed = files::list(dir, *path);
+    if (!listed) return errorResponse(listed.error());
+    (*st)["entries"] = (*listed)["entries"];
+    return answer(std::move(st));
+  }
+  if (req.method == "PUT") return upload(req, *ws, *path);
+  if (req.method == "DELETE") {
+    auto gone = files::remove(dir, *path);
+    if (!gone) return errorResponse(gone.error());
+    return ApiResponse{200, Json{{"path", *path}, {"removed", true}}, nullptr};
+  }
+  if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET, PUT or DELETE");
+  auto d = files::openDownload(dir, *path);
+  if (!d) return errorResponse(d.error());
+  return download(std::move(*d));
+}
+
+}  // namespace corral::daemon
