@@ -225,7 +225,10 @@ int copyOut(const std::string& id, std::string path, std::string local) {
     for (size_t off = 0; off < bytes.size();) {
       const ssize_t n = ::write(out.get(), bytes.data() + off, bytes.size() - off);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return !(write_failed = true);
+      if (n <= 0) {
+        write_failed = true;
+        return false;
+      }
       off += static_cast<size_t>(n);
     }
     return true;

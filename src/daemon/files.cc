@@ -114,16 +114,12 @@ Result<Upload> Upload::begin(int ws, const std::string& rel, uid_t owner, gid_t 
   struct stat st;
   if (::fstatat(u.parent_.get(), u.name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
     return Error(Errc::kRefused, "path " + policy::printable(rel) + ": exists and is not a regular file (" + typeOf(st.st_mode) + ")");
-  u.tmp_ = ".corral-upload-" + randomHex16();
-  u.file_.reset(::openat(u.parent_.get(), u.tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  const std::string tmp = ".corral-upload-" + randomHex16();
+  u.file_.reset(::openat(u.parent_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!u.file_.valid()) return openError(errno, rel);
+  u.tmp_ = tmp;  // ours from here: the destructor removes it unless committed
   // A root daemon writes as root: the file must belong to the sandbox's uid to be its own.
-  if (::geteuid() == 0 && ::fchown(u.file_.get(), owner, group) != 0) {
-    const Error e = sysError("chown upload");
-    ::unlinkat(u.parent_.get(), u.tmp_.c_str(), 0);
-    u.done_ = true;
-    return e;
-  }
+  if (::geteuid() == 0 && ::fchown(u.file_.get(), owner, group) != 0) return sysError("chown upload");
   u.rel_ = rel;
   u.cap_ = cap;
   return u;

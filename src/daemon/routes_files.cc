@@ -56,6 +56,11 @@ ApiResponse upload(const ApiRequest& req, Sessions::Workspace& ws, const std::st
   return answer(std::move(done), 201);
 }
 
+// Files events carry the session and a byte count: never the path or the contents.
+void auditFile(ApiContext& ctx, const ApiRequest& req, const char* event, const ApiResponse& res, uint64_t bytes) {
+  ctx.sessions.audit(event, req.peer, {{"session", req.segments[2]}, {"status", res.status}, {"bytes", bytes}});
+}
+
 }  // namespace
 
 std::optional<ApiResponse> routeFiles(const ApiRequest& req, ApiContext& ctx) {
@@ -76,16 +81,28 @@ std::optional<ApiResponse> routeFiles(const ApiRequest& req, ApiContext& ctx) {
     (*st)["entries"] = (*listed)["entries"];
     return answer(std::move(st));
   }
-  if (req.method == "PUT") return upload(req, *ws, *path);
+  if (req.method == "PUT") {
+    ApiResponse res = upload(req, *ws, *path);
+    auditFile(ctx, req, "file_uploaded", res, res.status == 201 ? res.body["bytes"].get<uint64_t>() : 0);
+    return res;
+  }
   if (req.method == "DELETE") {
     auto gone = files::remove(dir, *path);
-    if (!gone) return errorResponse(gone.error());
-    return ApiResponse{200, Json{{"path", *path}, {"removed", true}}, nullptr};
+    ApiResponse res = gone ? ApiResponse{200, Json{{"path", *path}, {"removed", true}}, nullptr} : errorResponse(gone.error());
+    auditFile(ctx, req, "file_removed", res, 0);
+    return res;
   }
   if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET, PUT or DELETE");
   auto d = files::openDownload(dir, *path);
-  if (!d) return errorResponse(d.error());
-  return download(std::move(*d));
+  if (!d) {
+    ApiResponse res = errorResponse(d.error());
+    auditFile(ctx, req, "file_downloaded", res, 0);
+    return res;
+  }
+  const uint64_t size = d->size;
+  ApiResponse res = download(std::move(*d));
+  auditFile(ctx, req, "file_downloaded", res, size);
+  return res;
 }
 
 }  // namespace corral::daemon

@@ -61,8 +61,8 @@ std::optional<Json> readStatus(const std::string& cmd_dir) {
 
 }  // namespace
 
-Sessions::Sessions(Store& store, std::string state_dir, std::string core_binary)
-    : store_(store), state_dir_(std::move(state_dir)), core_(std::move(core_binary)), workspace_(workspaceMechanism()), freezer_(findFreezer()) {}
+Sessions::Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary)
+    : store_(store), audit_(audit), state_dir_(std::move(state_dir)), core_(std::move(core_binary)), workspace_(workspaceMechanism()), freezer_(findFreezer()) {}
 
 std::string Sessions::dirOf(const std::string& id) const { return state_dir_ + "/sessions/" + id; }
 
@@ -154,6 +154,7 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
     gone.shim_pid = 0;
     finishRemove(gone);
     log::warn("session_create_failed", "session=" + row.id);
+    audit_.append("session_create_failed", peer, {{"session", row.id}});
     return e;
   };
   if (::mkdir(dir.c_str(), 0700) != 0) return undo(sysError("mkdir " + dir));
@@ -175,6 +176,8 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
   log::info("session_created", "session=" + row.id + " shim_pid=" + std::to_string(procs->shim_pid) +
                                    " init_pid=" + std::to_string(procs->init_pid) +
                                    " expires_at=" + std::to_string(row.expires_at));
+  audit_.append("session_created", peer, {{"session", row.id}, {"shim_pid", procs->shim_pid}, {"init_pid", procs->init_pid},
+                                          {"workspace_capped", workspace_.capped}, {"expires_at_ms", row.expires_at}});
   if (row.expires_at) expiry_cv_.notify_all();
   return sessionJson(row);
 }
@@ -284,10 +287,13 @@ Result<Json> Sessions::remove(const Peer& peer, const std::string& id, bool keep
   RETURN_IF_ERROR(store_.setSessionState(id, "removing"));
   std::string kept;
   finishRemove(s, keep_workspace ? &kept : nullptr);
+  // cppcheck-suppress knownConditionTrueFalse ; kept is set through the pointer finishRemove gets
   log::info("session_removed", "session=" + id + " kept_workspace=" + (kept.empty() ? "false" : "true") +
                                    " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+  audit_.append("session_removed", peer, {{"session", id}, {"kept_workspace", !kept.empty()}});
   Json out = {{"id", id}, {"state", "removed"}};
   if (keep_workspace) {
+    // cppcheck-suppress knownConditionTrueFalse ; as above
     if (kept.empty()) return Error(Errc::kIo, "session " + id + " removed, but its workspace could not be kept");
     out["kept_workspace"] = kept;
   }
@@ -307,6 +313,7 @@ Result<Json> Sessions::startCommand(const Peer& peer, const std::string& id, con
     return res.error();
   }
   RETURN_IF_ERROR(store_.setCommand(id, n, "running", std::nullopt, ""));
+  audit_.append("command_started", peer, {{"session", id}, {"cmd", n}, {"argc", cmd.argv.size()}, {"env_count", cmd.env.size()}});
   log::info("command_started", "session=" + id + " cmd=" + std::to_string(n) + " argc=" + std::to_string(cmd.argv.size()) +
                                    " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   return Json{{"id", n}, {"session", id}, {"state", "running"}};
@@ -342,6 +349,7 @@ Result<Json> Sessions::pause(const Peer& peer, const std::string& id) {
   if (freezerState(freezer_, id).empty()) return Error(Errc::kUnsupported, "pause: session " + id + " has no freezer cgroup");
   RETURN_IF_ERROR(freezerSet(freezer_, id, true));
   RETURN_IF_ERROR(store_.setSessionState(id, "paused"));
+  audit_.append("session_paused", peer, {{"session", id}});
   log::info("session_paused", "session=" + id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   return Json{{"id", id}, {"state", "paused"}};
 }
@@ -353,6 +361,7 @@ Result<Json> Sessions::resume(const Peer& peer, const std::string& id) {
   if (s.state != "paused") return Error(kConflict, "session " + id + " is " + s.state);
   RETURN_IF_ERROR(freezerSet(freezer_, id, false));
   RETURN_IF_ERROR(store_.setSessionState(id, "running"));
+  audit_.append("session_resumed", peer, {{"session", id}});
   log::info("session_resumed", "session=" + id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   return Json{{"id", id}, {"state", "running"}};
 }
@@ -371,6 +380,7 @@ void Sessions::runExpiry() {
         if (!store_.setSessionState(s.id, "removing")) continue;
         finishRemove(s);
         log::info("session_expired", "session=" + s.id + " expires_at=" + std::to_string(s.expires_at));
+        audit_.appendSelf("session_expired", {{"session", s.id}, {"expires_at_ms", s.expires_at}});
       }
     }
     // Until the nearest expiry, a new session's notify, or a minute (a create still in flight).
@@ -404,6 +414,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     } else {
       (void)store_.setSessionState(s.id, "lost");
       log::warn("session_lost", "session=" + s.id + " reason=" + log::value(link.error().message()));
+      audit_.appendSelf("session_lost", {{"session", s.id}});
     }
     return;
   }
@@ -420,6 +431,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     if (state != s.state) (void)store_.setSessionState(s.id, state);
     if (frozen == "FREEZING") (void)freezerSet(freezer_, s.id, true);
     log::info("session_adopted", "session=" + s.id + " shim_pid=" + std::to_string(s.shim_pid) + " state=" + state);
+    audit_.appendSelf("session_adopted", {{"session", s.id}, {"shim_pid", s.shim_pid}, {"state", state}});
   }
   auto l = linkFor(s.id);
   std::lock_guard lock(l->mu);

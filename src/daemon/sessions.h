@@ -17,6 +17,7 @@
 #include "daemon/session_spec.h"
 #include "daemon/shim_link.h"
 #include "daemon/store.h"
+#include "daemon/audit_log.h"
 #include "daemon/freezer.h"
 #include "daemon/workspace_disk.h"
 
@@ -28,7 +29,9 @@ inline constexpr int kConflict = EBUSY;    // 409: the session is not in a state
 
 class Sessions {
  public:
-  Sessions(Store& store, std::string state_dir, std::string core_binary);
+  Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary);
+  // An event in the daemon's hash-chained log (audit_log.h): ids, counts, decisions only.
+  void audit(const std::string& event, const Peer& peer, Json fields) { audit_.append(event, peer, std::move(fields)); }
 
   Result<Json> create(const Peer& peer, const SessionSpec& spec);
   Result<Json> list(const Peer& peer);
@@ -83,6 +86,7 @@ class Sessions {
   void reconcileOne(const SessionRow& s);
 
   Store& store_;
+  AuditLog& audit_;
   std::string state_dir_, core_;
   WorkspaceMechanism workspace_;  // how this host caps a session's workspace (found once)
   Freezer freezer_;               // how it pauses one
