@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,6 +37,10 @@ Result<Loop> attachLoop(int image) {
     if (n < 0) return sysError("no free loop device");
     const std::string dev = "/dev/loop" + std::to_string(n);
     UniqueFd loop(::open(dev.c_str(), O_RDWR | O_CLOEXEC));
+    // The kernel made the device, but a /dev without devtmpfs or udev (a container) may lack
+    // its node: make it, as the loop driver's own numbering says (block major 7).
+    if (!loop.valid() && errno == ENOENT && ::mknod(dev.c_str(), S_IFBLK | 0660, makedev(7, n)) == 0)
+      loop.reset(::open(dev.c_str(), O_RDWR | O_CLOEXEC));
     if (!loop.valid()) return sysError("open " + dev);
     loop_config cfg{};
     cfg.fd = static_cast<uint32_t>(image);
