@@ -19,6 +19,8 @@ packages=(
 )
 # corral daemon: its state store (issue 20).
 packages+=(libsqlite3-dev)
+# corral daemon: tests validate real API responses against docs/openapi.json (issue 20).
+packages+=(python3-jsonschema)
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)
 

@@ -15,7 +15,8 @@ def propose(history):
 
 def main():
     corral = Corral()
-    session = corral.create_session(name="agent-demo", limits={"pids": 256})
+    # A non-root daemon cannot cap the workspace's size: accept that (a root daemon still caps it).
+    session = corral.create_session(name="agent-demo", limits={"pids": 256, "allow_weaker": ["workspace-size"]})
     history = []
     try:
         while (argv := propose(history)) is not None:

@@ -5,6 +5,8 @@
     c = Corral()                                   # $CORRAL_SOCKET, else the default socket
     s = c.create_session(limits={"pids": 256})
     r = c.run(s["id"], ["sh", "-c", "echo hi"])    # {"exit_code": 0, "stdout": b"hi\\n", ...}
+    c.upload(s["id"], "data/in.txt", b"...")       # into /workspace (its directory must exist)
+    c.download(s["id"], "data/in.txt")             # b"..."
     c.remove_session(s["id"])
 """
 import base64
@@ -12,6 +14,7 @@ import http.client
 import json
 import os
 import socket
+import urllib.parse
 
 
 def default_socket():
@@ -75,7 +78,8 @@ class Corral:
     def health(self):
         return self._request("GET", "/v1/health")
 
-    def create_session(self, name=None, limits=None, env=None):
+    def create_session(self, name=None, limits=None, env=None, ttl=None, workspace=None):
+        """ttl: "30m" and the like; workspace: a host directory the daemon copies in once."""
         body = {}
         if name:
             body["name"] = name
@@ -83,6 +87,10 @@ class Corral:
             body["limits"] = limits
         if env:
             body["env"] = [f"{k}={v}" for k, v in env.items()]
+        if ttl:
+            body["ttl"] = ttl
+        if workspace:
+            body["workspace"] = os.path.realpath(workspace)
         return self._request("POST", "/v1/sessions", body)
 
     def sessions(self):
@@ -91,8 +99,52 @@ class Corral:
     def session(self, session_id):
         return self._request("GET", f"/v1/sessions/{session_id}")
 
-    def remove_session(self, session_id):
-        return self._request("DELETE", f"/v1/sessions/{session_id}")
+    def remove_session(self, session_id, keep_workspace=False):
+        return self._request("DELETE", f"/v1/sessions/{session_id}", {"keep_workspace": True} if keep_workspace else None)
+
+    def pause(self, session_id):
+        return self._request("POST", f"/v1/sessions/{session_id}/pause")
+
+    def resume(self, session_id):
+        return self._request("POST", f"/v1/sessions/{session_id}/resume")
+
+    @staticmethod
+    def _file_path(session_id, path, kind="files"):
+        return f"/v1/sessions/{session_id}/{kind}/" + urllib.parse.quote(path.lstrip("/"), safe="/")
+
+    def upload(self, session_id, path, data):
+        """Writes bytes (or a binary file object, streamed) to /workspace/PATH."""
+        conn = _UnixConnection(self.socket_path, self.timeout)
+        headers = {"Content-Type": "application/octet-stream"}
+        if not isinstance(data, (bytes, bytearray)):
+            headers["Content-Length"] = str(os.fstat(data.fileno()).st_size)
+        conn.request("PUT", self._file_path(session_id, path), body=data, headers=headers)
+        resp = conn.getresponse()
+        out = json.loads(resp.read() or b"{}")
+        conn.close()
+        if resp.status >= 400:
+            err = out.get("error", {})
+            raise CorralError(resp.status, err.get("code", "unknown"), err.get("message", ""))
+        return out
+
+    def download(self, session_id, path, into=None):
+        """/workspace/PATH's bytes, or, with into (a binary file object), streamed into it."""
+        conn, resp = self._request("GET", self._file_path(session_id, path), stream=True)
+        try:
+            if into is None:
+                return resp.read()
+            while chunk := resp.read(65536):
+                into.write(chunk)
+            return None
+        finally:
+            conn.close()
+
+    def stat(self, session_id, path=""):
+        """{"type", "size", "mode"} of /workspace/PATH; a directory's also has "entries"."""
+        return self._request("GET", self._file_path(session_id, path, "stat"))
+
+    def remove_file(self, session_id, path):
+        return self._request("DELETE", self._file_path(session_id, path))
 
     def start(self, session_id, argv, env=None, cwd=None, timeout=None):
         """Starts a command; returns its number at once."""

@@ -8,6 +8,7 @@
 
 #include "cli/daemon_args.h"
 #include "cli/option_echo.h"
+#include "daemon/audit_log.h"
 #include "daemon/daemon.h"
 #include "daemon/paths.h"
 
@@ -19,13 +20,28 @@ constexpr char kUsage[] =
     "  Serves the session API over a UNIX socket, in the foreground; one logfmt line per event on\n"
     "  stderr. Defaults: /var/lib/corral and /run/corral/api.sock as root, else\n"
     "  $XDG_STATE_HOME/corral (~/.local/state/corral) and $XDG_RUNTIME_DIR/corral/api.sock.\n"
-    "  SIGTERM stops it and leaves sessions running (--stop-sessions: ends them too).\n";
+    "  SIGTERM stops it and leaves sessions running (--stop-sessions: ends them too).\n"
+    "usage: corral daemon verify-log STATE/audit.jsonl\n"
+    "  Checks the daemon's hash-chained event log: exit 0 when every line chains, 1 where it breaks.\n";
 
 }  // namespace
 
 int daemonMain(const std::vector<std::string>& args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!args.empty() && args[0] == "verify-log") {
+    if (args.size() != 2) {
+      std::fprintf(stderr, "corral: daemon: usage: corral daemon verify-log STATE/audit.jsonl\n");
+      return 125;
+    }
+    auto n = daemon::verifyAuditLog(args[1]);
+    if (!n) {
+      std::fprintf(stderr, "corral: daemon: verify-log: %s\n", oneLine(n.error().message()).c_str());
+      return n.error().isErrno() ? 125 : 1;
+    }
+    std::printf("ok: %lld events, the chain holds\n", static_cast<long long>(*n));
     return 0;
   }
   auto scanned = scanArgs(args, {{"--state-dir", true}, {"--socket", true}, {"--allow-group", true}, {"--stop-sessions", false}}, 0);

@@ -10,6 +10,8 @@
 
 #include "sandbox/host_facilities.h"
 #include "sandbox/linux_backend.h"
+#include "daemon/freezer.h"
+#include "daemon/workspace_disk.h"
 #include "sandbox/workspace.h"
 #include "cli/option_echo.h"
 #include "vm/accel.h"
@@ -41,8 +43,9 @@ nlohmann::json limitMechanisms(const sandbox::HostFacilities& h) {
   j["open-files"] = "rlimit-nofile";
   j["tmp-size"] = "tmpfs size";
   j["workspace-size"] = "tmpfs size";
-  // A session's /workspace (corral daemon) is the same tmpfs, inside the session's sandbox.
-  j["session-workspace-size"] = "tmpfs size (lives as long as the session's shim)";
+  // A session's /workspace (corral daemon) lives in the daemon's state dir (workspace_disk.h).
+  j["session-workspace-size"] = daemon::workspaceMechanism().description;
+  j["session-pause"] = daemon::findFreezer().description;
   return j;
 }
 

@@ -1,11 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// `corral session create|exec|ls|show|rm`: options into API requests, answers onto the terminal.
+// `corral session create|exec|ls|show|rm|cp|pause|resume`: options into API requests, answers onto
+// the terminal.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "audit/base64.h"
+#include "base/unique_fd.h"
 #include "cli/daemon.h"
 #include "cli/daemon_args.h"
 #include "cli/option_echo.h"
@@ -20,9 +28,12 @@ using daemon::Json;
 constexpr char kUsage[] =
     "usage: corral session <command>\n"
     "  create [--name N] [--memory S] [--pids N] [--cpu-time D] [--file-size S] [--open-files N]\n"
-    "         [--tmp-size S] [--workspace-size S] [--env K=V]... [--allow-weaker LIMIT]... [--json]\n"
+    "         [--tmp-size S] [--workspace-size S] [--workspace DIR] [--env K=V]... [--allow-weaker LIMIT]...\n"
+    "         [--ttl D] [--json]\n"
     "  exec ID [--env K=V]... [--cwd REL] [--timeout D] [--detach] [--json] -- CMD [ARGS...]\n"
-    "  ls [--json]    show ID [--json]    rm ID\n"
+    "  ls [--json]    show ID [--json]    rm ID [--keep-workspace]\n"
+    "  cp ID:PATH LOCAL    cp LOCAL ID:PATH    (PATH relative to /workspace)\n"
+    "  pause ID    resume ID    (the cgroup freezer: corral doctor says whether this host has one)\n"
     "  The daemon's socket: $CORRAL_SOCKET, else the default (corral daemon --help).\n";
 
 int failLine(const std::string& msg) {
@@ -30,7 +41,8 @@ int failLine(const std::string& msg) {
   return kExitCorral;
 }
 
-// One request; prints the daemon's error and gives nullopt on anything but `want`.
+// One request; prints the daemon's error and gives nullopt on anything but `want` (-1: any
+// status, its body returned, nothing printed).
 std::optional<Json> call(const std::string& method, const std::string& target, const std::optional<Json>& body, int want) {
   auto client = daemon::ApiClient::connect();
   if (!client) {
@@ -42,7 +54,7 @@ std::optional<Json> call(const std::string& method, const std::string& target, c
     failLine(r.error().message());
     return std::nullopt;
   }
-  if (r->status != want) {
+  if (want >= 0 && r->status != want) {
     failLine(daemon::apiErrorMessage(*r));
     return std::nullopt;
   }
@@ -55,7 +67,7 @@ int create(const std::vector<std::string>& args) {
   auto s = scanArgs(args,
                     {{"--name", true}, {"--memory", true}, {"--pids", true}, {"--cpu-time", true}, {"--file-size", true},
                      {"--open-files", true}, {"--tmp-size", true}, {"--workspace-size", true}, {"--env", true, true},
-                     {"--allow-weaker", true, true}, {"--json", false}},
+                     {"--allow-weaker", true, true}, {"--workspace", true}, {"--ttl", true}, {"--json", false}},
                     0);
   if (!s) return failLine("create: " + s.error().message());
   if (!s->rest.empty()) return failLine("create: takes no arguments");
@@ -76,6 +88,14 @@ int create(const std::vector<std::string>& args) {
   if (s->has("--allow-weaker")) limits["allow_weaker"] = s->all("--allow-weaker");
   if (!limits.empty()) body["limits"] = limits;
   if (s->has("--env")) body["env"] = s->all("--env");
+  if (s->has("--ttl")) body["ttl"] = s->get("--ttl");
+  if (s->has("--workspace")) {
+    // Resolved here, as exec does: the daemon then opens it refusing any symlink on the path.
+    char* real = ::realpath(s->get("--workspace").c_str(), nullptr);
+    if (!real) return failLine("create: --workspace " + s->get("--workspace") + ": " + std::strerror(errno));
+    body["workspace"] = std::string(real);
+    std::free(real);
+  }
   auto r = call("POST", "/v1/sessions", body, 201);
   if (!r) return kExitCorral;
   if (s->has("--json")) printJson(*r);
@@ -161,6 +181,120 @@ int oneSession(const std::vector<std::string>& args, const char* what, const std
   return 0;
 }
 
+// A workspace path as URL segments: every byte but the unreserved ones %XX-escaped.
+std::string encodedPath(const std::string& rel) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : rel) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') out.push_back(static_cast<char>(c));
+    else out.append({'%', kHex[c >> 4], kHex[c & 15]});
+  }
+  return out;
+}
+
+std::string baseName(const std::string& p) {
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// "ID:PATH" -> {ID, PATH relative to /workspace}; PATH may be given as /workspace/... too.
+std::optional<std::pair<std::string, std::string>> remoteSpec(const std::string& arg) {
+  const size_t colon = arg.find(':');
+  if (colon == std::string::npos || colon == 0 || arg.find('/') < colon) return std::nullopt;
+  std::string path = arg.substr(colon + 1);
+  if (path.rfind("/workspace/", 0) == 0) path = path.substr(11);
+  else if (path == "/workspace") path.clear();
+  return std::pair{arg.substr(0, colon), path};  // a trailing '/' stays: "into that directory"
+}
+
+int copyOut(const std::string& id, std::string path, std::string local) {
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  struct stat st;
+  if (::stat(local.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) local += "/" + baseName(path);
+  // Written beside its final name and renamed over it only when complete.
+  const std::string tmp = local + ".corral-cp-" + std::to_string(::getpid());
+  UniqueFd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!out.valid()) return failLine("cp: " + tmp + ": " + std::strerror(errno));
+  auto client = daemon::ApiClient::connect();
+  if (!client) {
+    ::unlink(tmp.c_str());
+    return failLine(client.error().message());
+  }
+  bool write_failed = false;
+  auto r = client->download("/v1/sessions/" + id + "/files/" + encodedPath(path), [&](std::string_view bytes) {
+    for (size_t off = 0; off < bytes.size();) {
+      const ssize_t n = ::write(out.get(), bytes.data() + off, bytes.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        write_failed = true;
+        return false;
+      }
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  });
+  const bool ok = r && r->status == 200 && !write_failed && ::fsync(out.get()) == 0;
+  if (!ok || ::rename(tmp.c_str(), local.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    if (!r) return failLine("cp: " + r.error().message());
+    if (r->status != 200) return failLine("cp: " + daemon::apiErrorMessage(*r));
+    return failLine("cp: " + local + ": " + std::strerror(errno));
+  }
+  return 0;
+}
+
+int copyIn(const std::string& local, const std::string& id, std::string path) {
+  UniqueFd in(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return failLine("cp: " + local + ": " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) return failLine("cp: " + local + ": not a regular file");
+  // Into a directory (named with a trailing '/', or one that exists there): under the local
+  // file's own name, as cp does.
+  const bool into_dir = path.empty() || path.back() == '/';
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  auto there = into_dir ? std::nullopt : call("GET", "/v1/sessions/" + id + "/stat/" + encodedPath(path), std::nullopt, -1);
+  if (into_dir || (there && there->contains("type") && (*there)["type"] == "directory"))
+    path += (path.empty() ? "" : "/") + baseName(local);
+  auto client = daemon::ApiClient::connect();
+  if (!client) return failLine(client.error().message());
+  auto r = client->upload("/v1/sessions/" + id + "/files/" + encodedPath(path), in.get(), static_cast<uint64_t>(st.st_size));
+  if (!r) return failLine("cp: " + r.error().message());
+  if (r->status != 201) return failLine("cp: " + daemon::apiErrorMessage(*r));
+  return 0;
+}
+
+int copy(const std::vector<std::string>& args) {
+  auto s = scanArgs(args, {}, 2);
+  if (!s || s->positional.size() != 2 || !s->rest.empty()) return failLine("cp: usage: corral session cp ID:PATH LOCAL | LOCAL ID:PATH");
+  auto from = remoteSpec(s->positional[0]), to = remoteSpec(s->positional[1]);
+  if (from && !to) return copyOut(from->first, from->second, s->positional[1]);
+  if (to && !from) return copyIn(s->positional[0], to->first, to->second);
+  return failLine("cp: exactly one of the two must be ID:PATH");
+}
+
+int pauseOrResume(const std::vector<std::string>& args, const std::string& what) {
+  auto s = scanArgs(args, {{"--json", false}}, 1);
+  if (!s || s->positional.size() != 1 || !s->rest.empty()) return failLine(what + ": usage: corral session " + what + " ID");
+  auto r = call("POST", "/v1/sessions/" + s->positional[0] + "/" + what, std::nullopt, 200);
+  if (!r) return kExitCorral;
+  if (s->has("--json")) printJson(*r);
+  else std::printf("%s %s\n", s->positional[0].c_str(), (*r)["state"].get<std::string>().c_str());
+  return 0;
+}
+
+int removeSession(const std::vector<std::string>& args) {
+  auto s = scanArgs(args, {{"--json", false}, {"--keep-workspace", false}}, 1);
+  if (!s || s->positional.size() != 1 || !s->rest.empty()) return failLine("rm: usage: corral session rm ID [--keep-workspace]");
+  std::optional<Json> body;
+  if (s->has("--keep-workspace")) body = Json{{"keep_workspace", true}};
+  auto r = call("DELETE", "/v1/sessions/" + s->positional[0], body, 200);
+  if (!r) return kExitCorral;
+  if (s->has("--json")) printJson(*r);
+  else if (r->contains("kept_workspace")) std::printf("%s kept %s\n", s->positional[0].c_str(), (*r)["kept_workspace"].get<std::string>().c_str());
+  else std::printf("%s\n", s->positional[0].c_str());
+  return 0;
+}
+
 }  // namespace
 
 int sessionMain(const std::vector<std::string>& args) {
@@ -173,7 +307,9 @@ int sessionMain(const std::vector<std::string>& args) {
   if (args[0] == "exec") return exec(rest);
   if (args[0] == "ls") return list(rest);
   if (args[0] == "show") return oneSession(rest, "show", "GET");
-  if (args[0] == "rm") return oneSession(rest, "rm", "DELETE");
+  if (args[0] == "rm") return removeSession(rest);
+  if (args[0] == "cp") return copy(rest);
+  if (args[0] == "pause" || args[0] == "resume") return pauseOrResume(rest, args[0]);
   return failLine("unknown command " + optionName(args[0]) + " (try corral session --help)");
 }
 

@@ -21,7 +21,7 @@ constexpr const char* kUsage =
     "                                    check a workspace's .corral audit record\n"
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
     "  daemon [--state-dir DIR] [--socket PATH]  serve persistent sessions over a UNIX socket\n"
-    "  session create|exec|ls|show|rm    sessions of a running daemon (corral session --help)\n"
+    "  session create|exec|ls|show|rm|cp|pause|resume    sessions of a running daemon (corral session --help)\n"
     "  wasm compile|run MODULE.wasm ...  a WebAssembly guest, deny-by-default (corral wasm --help)\n"
     "  market serve|admin|post|buyer|tasks|result|ledger\n"
     "                                    the task marketplace (corral market --help)\n"

@@ -30,9 +30,13 @@ Result<Json> jsonBody(const ApiRequest& req) {
   return parseJson(req.body);
 }
 
+bool isStreamedUpload(const std::string& method, const std::vector<std::string>& segments) {
+  return method == "PUT" && segments.size() >= 5 && segments[0] == "v1" && segments[1] == "sessions" && segments[3] == "files";
+}
+
 ApiResponse route(const ApiRequest& req, ApiContext& ctx) {
   if (req.segments.empty() || req.segments[0] != "v1") return errorResponse(404, "not_found", "no such resource (the API is under /v1/)");
-  for (auto* r : {&routeSystem, &routeSessions, &routeCommands})
+  for (auto* r : {&routeSystem, &routeSessions, &routeCommands, &routeFiles})
     if (auto res = (*r)(req, ctx)) return std::move(*res);
   return errorResponse(404, "not_found", "no such resource");
 }

@@ -16,12 +16,21 @@ namespace corral::daemon {
 
 class Sessions;
 
+// Pulls a streamed request body: sink gets each piece as it arrives (at most 64 KiB) and
+// returns false to stop; the result is the byte count, or why the body could not be read.
+using BodySink = std::function<Result<void>(std::string_view)>;
+using BodyStream = std::function<Result<uint64_t>(const BodySink&)>;
+
 struct ApiRequest {
   std::string method;                 // "GET", "POST", "DELETE", ...
   std::vector<std::string> segments;  // "/v1/sessions/x" -> {"v1", "sessions", "x"}
-  std::string body;
+  std::string body;                   // whole (at most kMaxBodyBytes), unless streamed
+  BodyStream body_stream;             // set instead of body for uploads (isStreamedUpload)
   Peer peer;
 };
+
+// PUT /v1/sessions/{id}/files/...: its body is streamed to the handler, never held whole.
+bool isStreamedUpload(const std::string& method, const std::vector<std::string>& segments);
 
 // Writes one chunk to the client; false once it is gone.
 using ChunkWriter = std::function<bool(std::string_view)>;
@@ -29,7 +38,8 @@ using ChunkWriter = std::function<bool(std::string_view)>;
 struct ApiResponse {
   int status = 200;
   Json body;
-  std::function<void(const ChunkWriter&)> stream;  // set: a chunked application/x-ndjson body
+  std::function<void(const ChunkWriter&)> stream;  // set: a chunked body of content_type
+  std::string content_type = "application/x-ndjson";
 };
 
 struct ApiContext {
@@ -48,6 +58,7 @@ ApiResponse route(const ApiRequest& req, ApiContext& ctx);
 std::optional<ApiResponse> routeSystem(const ApiRequest& req, ApiContext& ctx);
 std::optional<ApiResponse> routeSessions(const ApiRequest& req, ApiContext& ctx);
 std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx);
+std::optional<ApiResponse> routeFiles(const ApiRequest& req, ApiContext& ctx);
 
 // The body as a JSON value, or the 400 to answer; an empty body is {} only when allowed.
 Result<Json> jsonBody(const ApiRequest& req);

@@ -7,6 +7,8 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
+#include <boost/asio/write.hpp>
 #include <cstring>
 
 #include "daemon/fd_stream.h"
@@ -65,7 +67,7 @@ Result<ApiResult> ApiClient::request(const std::string& method, const std::strin
   return r;
 }
 
-Result<int> ApiClient::stream(const std::string& target, const std::function<bool(const Json&)>& on_line) {
+Result<int> ApiClient::getRaw(const std::string& target, const std::function<bool(int, std::string_view)>& on_bytes) {
   ASSIGN_OR_RETURN(int raw, open());
   FdStream s(UniqueFd(raw), -1);  // a quiet command may print nothing for hours
   http::request<http::empty_body> req{http::verb::get, target, 11};
@@ -80,7 +82,6 @@ Result<int> ApiClient::stream(const std::string& target, const std::function<boo
   http::read_header(s, buf, p, ec);
   if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
   const int status = static_cast<int>(p.get().result_int());
-  std::string pending;
   char chunk[65536];
   while (!p.is_done()) {
     p.get().body().data = chunk;
@@ -88,15 +89,79 @@ Result<int> ApiClient::stream(const std::string& target, const std::function<boo
     http::read(s, buf, p, ec);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return Error(Errc::kIo, "daemon: stream: " + ec.message());
-    pending.append(chunk, sizeof chunk - p.get().body().size);
-    for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-      auto j = parseJson(std::string_view(pending).substr(0, nl));
-      pending.erase(0, nl + 1);
-      if (!j) return Error(Errc::kIo, "daemon: stream: a malformed line");
-      if (!on_line(*j)) return status;
-    }
+    const size_t n = sizeof chunk - p.get().body().size;
+    if (n && !on_bytes(status, std::string_view(chunk, n))) return status;
   }
   return status;
+}
+
+Result<int> ApiClient::stream(const std::string& target, const std::function<bool(const Json&)>& on_line) {
+  std::string pending;
+  bool malformed = false;
+  ASSIGN_OR_RETURN(int status, getRaw(target, [&](int, std::string_view bytes) {
+                     pending.append(bytes);
+                     for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+                       auto j = parseJson(std::string_view(pending).substr(0, nl));
+                       pending.erase(0, nl + 1);
+                       if (!j) {
+                         malformed = true;
+                         return false;
+                       }
+                       if (!on_line(*j)) return false;
+                     }
+                     return true;
+                   }));
+  if (malformed) return Error(Errc::kIo, "daemon: stream: a malformed line");
+  return status;
+}
+
+Result<ApiResult> ApiClient::download(const std::string& target, const std::function<bool(std::string_view)>& on_bytes) {
+  std::string error_body;
+  ASSIGN_OR_RETURN(int status, getRaw(target, [&](int st, std::string_view bytes) {
+                     if (st / 100 == 2) return on_bytes(bytes);
+                     error_body.append(bytes.substr(0, std::min<size_t>(bytes.size(), 65536 - error_body.size())));
+                     return error_body.size() < 65536;
+                   }));
+  ApiResult r;
+  r.status = status;
+  if (auto j = parseJson(error_body); !error_body.empty() && j) r.body = *j;
+  return r;
+}
+
+Result<ApiResult> ApiClient::upload(const std::string& target, int fd, uint64_t size) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
+  http::request<http::empty_body> req{http::verb::put, target, 11};
+  req.set(http::field::host, "corral");
+  req.set(http::field::content_type, "application/octet-stream");
+  req.content_length(size);
+  req.keep_alive(false);
+  boost::beast::error_code ec;
+  http::request_serializer<http::empty_body> sr{req};
+  http::write_header(s, sr, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  char chunk[65536];
+  for (uint64_t sent = 0; sent < size && !ec;) {
+    const ssize_t n = ::read(fd, chunk, static_cast<size_t>(std::min<uint64_t>(sizeof chunk, size - sent)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sysError("read the local file");
+    if (n == 0) return Error(Errc::kIo, "the local file shrank while it was sent");
+    boost::asio::write(s, boost::asio::buffer(chunk, static_cast<size_t>(n)), ec);
+    sent += static_cast<uint64_t>(n);
+  }
+  // A refusal may come before the whole body was taken (the daemon then closes): its answer
+  // is still read below.
+  boost::beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64u << 10);
+  boost::beast::error_code rec;
+  http::read(s, buf, p, rec);
+  if (rec) return Error(Errc::kIo, "daemon: " + (ec ? ec.message() : rec.message()));
+  ApiResult r;
+  r.status = static_cast<int>(p.get().result_int());
+  auto j = parseJson(p.get().body());
+  r.body = j ? *j : Json();
+  return r;
 }
 
 std::string apiErrorMessage(const ApiResult& r) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "daemon/json_fields.h"
@@ -25,10 +26,17 @@ class ApiClient {
   Result<ApiResult> request(const std::string& method, const std::string& target, const std::optional<Json>& body = std::nullopt);
   // GET target, a chunked NDJSON body: on_line for each line until it returns false or the body ends.
   Result<int> stream(const std::string& target, const std::function<bool(const Json&)>& on_line);
+  // GET target: a 2xx body's bytes go to on_bytes as they arrive (false stops); any other
+  // status's body (a JSON error, at most 64 KiB) comes back in the result.
+  Result<ApiResult> download(const std::string& target, const std::function<bool(std::string_view)>& on_bytes);
+  // PUT target with size bytes read from fd as the body, sent as they are read.
+  Result<ApiResult> upload(const std::string& target, int fd, uint64_t size);
 
  private:
   explicit ApiClient(SocketChoice where) : where_(std::move(where)) {}
   Result<int> open() const;  // a fresh connection (one per request: the CLI makes few)
+  // GET target; the body's bytes, as they arrive, to on_bytes; the status.
+  Result<int> getRaw(const std::string& target, const std::function<bool(int status, std::string_view)>& on_bytes);
   SocketChoice where_;
 };
 

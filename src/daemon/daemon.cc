@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "base/log.h"
 #include "base/unique_fd.h"
+#include "daemon/audit_log.h"
 #include "daemon/server.h"
 #include "daemon/sessions.h"
 #include "daemon/store.h"
@@ -67,8 +69,12 @@ int runDaemon(const DaemonOptions& opts) {
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     return n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
   }();
-  Sessions sessions(*store, opts.state_dir, core);
+  auto audit = AuditLog::open(opts.state_dir);
+  if (!audit) return fail(audit.error());
+  audit->appendSelf("daemon_started", {{"schema_version", kSchemaVersion}});
+  Sessions sessions(*store, *audit, opts.state_dir, core);
   sessions.reconcile();
+  std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
   auto server = Server::listen({opts.socket, opts.allow_group});
   if (!server) return fail(server.error());
   log::info("daemon_ready", "socket=" + log::value(opts.socket) + " pid=" + std::to_string(::getpid()) +

@@ -40,10 +40,51 @@ Result<void> makeSocketDir(const std::string& dir, std::optional<gid_t> group) {
   return {};
 }
 
+std::vector<std::string> splitSegments(std::string_view target, bool* ok);
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A file path's segment, %XX-decoded: one whole name (no '/', no NUL), or false.
+bool percentDecode(std::string& part) {
+  std::string out;
+  for (size_t i = 0; i < part.size(); ++i) {
+    if (part[i] != '%') {
+      out.push_back(part[i]);
+      continue;
+    }
+    const int hi = i + 2 < part.size() ? hexValue(part[i + 1]) : -1, lo = hi >= 0 ? hexValue(part[i + 2]) : -1;
+    if (lo < 0) return false;
+    const char c = static_cast<char>(hi * 16 + lo);
+    if (c == '/' || c == '\0') return false;
+    out.push_back(c);
+    i += 2;
+  }
+  part = std::move(out);
+  return true;
+}
+
+// '%' escapes are read only in a file's path (/v1/sessions/ID/{files,stat}/...), where a name may
+// hold any byte; everywhere else they are refused, so no id or route has two spellings.
 std::vector<std::string> splitPath(std::string_view target, bool* ok) {
   std::vector<std::string> out;
-  *ok = !target.empty() && target[0] == '/' && target.find_first_of("?#%") == std::string_view::npos;
+  *ok = !target.empty() && target[0] == '/' && target.find_first_of("?#") == std::string_view::npos;
   if (!*ok) return out;
+  out = splitSegments(target, ok);
+  for (size_t i = 0; *ok && i < out.size(); ++i) {
+    if (out[i].find('%') == std::string::npos) continue;
+    const bool file_part = i >= 4 && out[0] == "v1" && out[1] == "sessions" && (out[3] == "files" || out[3] == "stat");
+    *ok = file_part && percentDecode(out[i]);
+  }
+  return out;
+}
+
+std::vector<std::string> splitSegments(std::string_view target, bool* ok) {
+  std::vector<std::string> out;
   size_t pos = 1;
   while (pos <= target.size()) {
     size_t end = target.find('/', pos);
@@ -59,7 +100,7 @@ std::vector<std::string> splitPath(std::string_view target, bool* ok) {
 void writeResponse(FdStream& s, const ApiResponse& res, bool keep_alive, boost::beast::error_code& ec) {
   if (res.stream) {
     http::response<http::empty_body> head{static_cast<http::status>(res.status), 11};
-    head.set(http::field::content_type, "application/x-ndjson");
+    head.set(http::field::content_type, res.content_type);
     head.chunked(true);
     head.keep_alive(false);
     http::response_serializer<http::empty_body> sr{head};
@@ -94,21 +135,49 @@ void refuse(UniqueFd fd, const ApiResponse& res) {
   ::shutdown(s.fd(), SHUT_WR);
 }
 
+ApiResponse readError(const boost::beast::error_code& ec, uint64_t body_cap) {
+  if (ec == http::error::header_limit)
+    return errorResponse(431, "header_too_large", "request header over " + std::to_string(kMaxHeaderBytes) + " bytes");
+  if (ec == http::error::body_limit)
+    return errorResponse(413, "body_too_large", "request body over " + std::to_string(body_cap) + " bytes");
+  return errorResponse(400, "malformed_request", "malformed HTTP request");
+}
+
+using Parser = http::request_parser<http::buffer_body>;
+
+// The rest of the body, in pieces of at most 64 KiB, into sink: never more than one piece held.
+Result<uint64_t> pullBody(FdStream& stream, boost::beast::flat_buffer& buf, Parser& parser, const BodySink& sink) {
+  char chunk[65536];
+  uint64_t total = 0;
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk;
+    parser.get().body().size = sizeof chunk;
+    boost::beast::error_code ec;
+    http::read(stream, buf, parser, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec == http::error::body_limit) return Error(Errc::kLimit, "request body over its cap");
+    if (ec) return Error(Errc::kIo, "request body: " + ec.message());
+    const size_t n = sizeof chunk - parser.get().body().size;
+    total += n;
+    if (n) RETURN_IF_ERROR(sink(std::string_view(chunk, n)));
+  }
+  return total;
+}
+
 void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
   FdStream stream(std::move(fd), kIoTimeoutMs);
   boost::beast::flat_buffer buf;
   for (;;) {
-    http::request_parser<http::string_body> parser;
+    // The header first: an upload's body then goes to its handler piece by piece; any other
+    // body is read whole, up to kMaxBodyBytes.
+    Parser parser;
     parser.header_limit(kMaxHeaderBytes);
-    parser.body_limit(kMaxBodyBytes);
+    parser.body_limit(kMaxUploadBytes);
     boost::beast::error_code ec;
-    http::read(stream, buf, parser, ec);
+    http::read_header(stream, buf, parser, ec);
     if (ec == http::error::end_of_stream || ec == boost::asio::error::eof || ec == boost::asio::error::timed_out) return;
     if (ec) {
-      ApiResponse res = ec == http::error::header_limit ? errorResponse(431, "header_too_large", "request header over " + std::to_string(kMaxHeaderBytes) + " bytes")
-                        : ec == http::error::body_limit ? errorResponse(413, "body_too_large", "request body over " + std::to_string(kMaxBodyBytes) + " bytes")
-                                                        : errorResponse(400, "malformed_request", "malformed HTTP request");
-      writeResponse(stream, res, false, ec);
+      writeResponse(stream, readError(ec, kMaxUploadBytes), false, ec);
       return;
     }
     const auto& msg = parser.get();
@@ -116,13 +185,48 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
     req.method = std::string(msg.method_string());
     bool ok = false;
     req.segments = splitPath(std::string_view(msg.target().data(), msg.target().size()), &ok);
-    req.body = msg.body();
     req.peer = peer;
+    const bool upload = ok && isStreamedUpload(req.method, req.segments);
+    if (upload) {
+      if (msg[http::field::expect] == "100-continue") {
+        static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        boost::asio::write(stream, boost::asio::buffer(kContinue, sizeof kContinue - 1), ec);
+        if (ec) return;
+      }
+      req.body_stream = [&](const BodySink& sink) { return pullBody(stream, buf, parser, sink); };
+    } else {
+      const auto length = parser.content_length();
+      if (length && *length > kMaxBodyBytes) {
+        writeResponse(stream, readError(http::error::body_limit, kMaxBodyBytes), false, ec);
+        return;
+      }
+      auto whole = pullBody(stream, buf, parser, [&](std::string_view piece) -> Result<void> {
+        if (req.body.size() + piece.size() > kMaxBodyBytes) return Error(Errc::kLimit, "body");
+        req.body.append(piece);
+        return {};
+      });
+      if (!whole) {
+        writeResponse(stream, whole.error().code() == static_cast<int>(Errc::kLimit) ? readError(http::error::body_limit, kMaxBodyBytes)
+                                                                                      : readError({}, 0), false, ec);
+        return;
+      }
+    }
     ApiResponse res = ok ? route(req, ctx) : errorResponse(400, "invalid_path", "the path must be /v1/... without a query, '%' or empty parts");
+    // An upload refused before its body was read: take up to kMaxBodyBytes of it first, so a
+    // client still sending a small body reads the answer instead of a broken pipe.
+    if (upload && !parser.is_done()) {
+      uint64_t drained = 0;
+      (void)pullBody(stream, buf, parser, [&](std::string_view piece) -> Result<void> {
+        drained += piece.size();
+        if (drained > kMaxBodyBytes) return Error(Errc::kLimit, "body");
+        return {};
+      });
+    }
     log::info("request", "method=" + log::value(req.method) + " path=" + log::value(std::string_view(msg.target().data(), std::min<size_t>(msg.target().size(), 200))) +
                              " status=" + std::to_string(res.status) + " peer_uid=" + std::to_string(peer.uid) +
                              " peer_pid=" + std::to_string(peer.pid) + " body_bytes=" + std::to_string(req.body.size()));
-    const bool keep = msg.keep_alive() && !res.stream;
+    // An upload's body may be left unread (refused early): the connection cannot be reused.
+    const bool keep = msg.keep_alive() && !res.stream && !upload;
     writeResponse(stream, res, keep, ec);
     if (ec || !keep) return;
   }

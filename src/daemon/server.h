@@ -16,6 +16,9 @@ namespace corral::daemon {
 
 inline constexpr size_t kMaxHeaderBytes = size_t{16} * 1024;
 inline constexpr size_t kMaxBodyBytes = 1 << 20;
+// One upload (PUT .../files/...), streamed to the workspace; the session's --workspace-size
+// caps it further.
+inline constexpr uint64_t kMaxUploadBytes = uint64_t{16} << 30;
 inline constexpr int kMaxConnections = 256;
 inline constexpr int kIoTimeoutMs = 60'000;
 

@@ -74,6 +74,8 @@ Result<sandbox::Limits> parseLimits(const Json* j) {
   if (tmp) l.tmp_bytes = *tmp;
   ASSIGN_OR_RETURN(auto ws, size(f, "workspace_size"));
   if (ws) l.workspace_bytes = *ws;
+  // Below this an ext4 image has no room for its own metadata (and no workspace is useful).
+  if (l.workspace_bytes < (1u << 20)) return Error(Errc::kInvalidArgument, "limits.workspace_size: at least 1M");
   ASSIGN_OR_RETURN(auto weaker, f.strings("allow_weaker", 16, 64));
   for (const std::string& name : weaker.value_or(std::vector<std::string>{})) {
     auto lim = sandbox::limitFromName(name);
@@ -88,7 +90,7 @@ std::string sizeText(uint64_t bytes) { return std::to_string(bytes); }
 }  // namespace
 
 Result<SessionSpec> parseSessionSpec(const Json& j) {
-  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "limits", "env"}));
+  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "limits", "env", "workspace", "ttl"}));
   SessionSpec s;
   ASSIGN_OR_RETURN(s.name, f.string("name", 64));
   if (s.name) {
@@ -100,6 +102,12 @@ Result<SessionSpec> parseSessionSpec(const Json& j) {
   ASSIGN_OR_RETURN(s.limits, parseLimits(f.object("limits")));
   ASSIGN_OR_RETURN(auto env, f.strings("env", kMaxEnv, 65536));
   ASSIGN_OR_RETURN(s.env, parseEnv(env, "body.env"));
+  ASSIGN_OR_RETURN(s.workspace_from, f.string("workspace", 4096));
+  if (s.workspace_from && (s.workspace_from->empty() || s.workspace_from->front() != '/' ||
+                           s.workspace_from->find('\0') != std::string::npos))
+    return Error(Errc::kInvalidArgument, "body.workspace: an absolute host path is required");
+  ASSIGN_OR_RETURN(s.ttl, duration(f, "ttl", "body"));
+  if (s.ttl && s.ttl->count() <= 0) return Error(Errc::kInvalidArgument, "body.ttl: must be positive");
   return s;
 }
 
@@ -123,6 +131,8 @@ Json sessionSpecJson(const SessionSpec& s, bool with_env) {
   if (s.name) j["name"] = *s.name;
   j["limits"] = limitsJson(s.limits);
   if (with_env) j["env"] = envStrings(s.env);
+  if (s.workspace_from) j["workspace"] = *s.workspace_from;
+  if (s.ttl) j["ttl"] = std::to_string(s.ttl->count()) + "ms";
   return j;
 }
 

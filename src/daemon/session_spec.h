@@ -18,10 +18,12 @@ struct SessionSpec {
   std::optional<std::string> name;
   sandbox::Limits limits;
   std::vector<std::pair<std::string, std::string>> env;  // added to every command's environment
+  std::optional<std::string> workspace_from;  // a host dir copied into the workspace once, at create
+  std::optional<std::chrono::milliseconds> ttl;  // the session ends (is removed) this long after create
 };
 
 // {"name", "limits": {"memory","pids","cpu_time","file_size","open_files","tmp_size",
-// "workspace_size"}, "env": ["K=V"], "allow_weaker": ["memory"]}; sizes and durations as
+// "workspace_size", "allow_weaker": ["memory"]}, "env": ["K=V"], "workspace": "/abs/dir", "ttl": "1h"}; sizes and durations as
 // strings ("512M", "30s"), counts as integers. Unknown fields are errors.
 Result<SessionSpec> parseSessionSpec(const Json& j);
 // The same document back, as parseSessionSpec reads it: with env for the shim (which alone

@@ -9,12 +9,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "base/log.h"
 #include "base/random_id.h"
 #include "base/read_fd.h"
 #include "base/remove_tree.h"
 #include "daemon/shim.h"
 #include "policy/units.h"
+#include "sandbox/userns.h"
+#include "sandbox/workspace.h"
 
 namespace corral::daemon {
 namespace {
@@ -31,6 +36,10 @@ std::string randomSecret() {
     out.push_back(kHex[b & 15]);
   }
   return out;
+}
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 bool validId(const std::string& id) {
@@ -52,8 +61,8 @@ std::optional<Json> readStatus(const std::string& cmd_dir) {
 
 }  // namespace
 
-Sessions::Sessions(Store& store, std::string state_dir, std::string core_binary)
-    : store_(store), state_dir_(std::move(state_dir)), core_(std::move(core_binary)) {}
+Sessions::Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary)
+    : store_(store), audit_(audit), state_dir_(std::move(state_dir)), core_(std::move(core_binary)), workspace_(workspaceMechanism()), freezer_(findFreezer()) {}
 
 std::string Sessions::dirOf(const std::string& id) const { return state_dir_ + "/sessions/" + id; }
 
@@ -90,12 +99,13 @@ Result<Json> Sessions::callShim(const SessionRow& s, const Json& req) {
 
 bool Sessions::alive(const std::string& id) {
   auto row = store_.session(id);
-  if (!row || !*row || (*row)->state != "running") return false;
+  if (!row || !*row || ((*row)->state != "running" && (*row)->state != "paused")) return false;
   return callShim(**row, {{"op", "hello"}, {"secret", (*row)->secret}}).ok();
 }
 
 Json Sessions::sessionJson(const SessionRow& s) {
   Json j = {{"id", s.id}, {"name", s.name}, {"state", s.state}, {"owner_uid", s.owner_uid}, {"created_at", s.created_at}};
+  if (s.expires_at) j["expires_at_ms"] = s.expires_at;
   if (auto spec = parseJson(s.spec); spec && spec->is_object() && spec->contains("limits")) j["limits"] = (*spec)["limits"];
   return j;
 }
@@ -123,28 +133,40 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
   row.name = spec.name.value_or(row.id);
   row.owner_uid = peer.uid;
   row.state = "creating";
+  row.created_at = static_cast<int64_t>(::time(nullptr));
   row.secret = randomSecret();
   row.spec = dumpJson(sessionSpecJson(spec, /*with_env=*/false));
+  if (spec.ttl) row.expires_at = nowMs() + spec.ttl->count();
   if (row.secret.empty()) return Error(Errc::kIo, "getrandom: no entropy for a session secret");
   const std::string dir = dirOf(row.id);
+  // Refused before anything is made: a workspace nothing here can cap, unless accepted weaker.
+  const auto& weaker = spec.limits.allow_weaker;
+  if (!workspace_.capped && std::find(weaker.begin(), weaker.end(), sandbox::Limit::kWorkspaceSize) == weaker.end())
+    return Error(Errc::kUnsupported, "workspace-size: no mechanism can cap a session's workspace here (" +
+                                         workspace_.description + ")");
+  if (spec.workspace_from && peer.uid != ::geteuid())
+    return Error(Errc::kRefused, "body.workspace: the daemon runs as another uid and would read the directory with its "
+                                 "rights, not yours; copy files in with `corral session cp` instead");
   RETURN_IF_ERROR(store_.insertSession(row));
-  if (::mkdir(dir.c_str(), 0700) != 0) {
-    const Error e = sysError("mkdir " + dir);
-    (void)store_.deleteSession(row.id);
-    return e;
-  }
-  log::info("session_creating", "session=" + row.id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
-  auto procs = startShim(core_, dir, {{"id", row.id}, {"secret", row.secret}, {"spec", sessionSpecJson(spec, /*with_env=*/true)}});
-  if (!procs) {
-    // Undo: nothing of it may stay (the shim exited when it reported the failure).
-    UniqueFd parent(::open((state_dir_ + "/sessions").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
-    if (parent.valid() && held.valid()) removeTreeAt(parent.get(), row.id.c_str(), held.get());
-    (void)store_.deleteSession(row.id);
+  // Undo: nothing of it may stay (a shim that reported a failure has exited).
+  auto undo = [&](const Error& e) {
+    SessionRow gone = row;
+    gone.shim_pid = 0;
+    finishRemove(gone);
     log::warn("session_create_failed", "session=" + row.id);
-    return procs.error();
-  }
+    audit_.append("session_create_failed", peer, {{"session", row.id}});
+    return e;
+  };
+  if (::mkdir(dir.c_str(), 0700) != 0) return undo(sysError("mkdir " + dir));
+  log::info("session_creating", "session=" + row.id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+  if (auto ws = prepareWorkspace(peer, spec, dir); !ws) return undo(ws.error());
+  auto procs = startShim(core_, dir, {{"id", row.id}, {"secret", row.secret}, {"spec", sessionSpecJson(spec, /*with_env=*/true)}});
+  if (!procs) return undo(procs.error());
   RETURN_IF_ERROR(store_.setSessionProcesses(row.id, procs->shim_pid, procs->shim_start, procs->init_pid, procs->init_start));
+  // Init has started nothing yet: in the freezer cgroup now, everything it forks is in it too.
+  if (freezer_.usable)
+    if (auto f = freezerAdopt(freezer_, row.id, static_cast<pid_t>(procs->init_pid)); !f)
+      log::warn("freezer_adopt_failed", "session=" + row.id + " reason=" + log::value(f.error().message()));
   RETURN_IF_ERROR(store_.setSessionState(row.id, "running"));
   row.state = "running";
   row.shim_pid = procs->shim_pid;
@@ -152,8 +174,50 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
   row.init_pid = procs->init_pid;
   row.init_start = procs->init_start;
   log::info("session_created", "session=" + row.id + " shim_pid=" + std::to_string(procs->shim_pid) +
-                                   " init_pid=" + std::to_string(procs->init_pid));
+                                   " init_pid=" + std::to_string(procs->init_pid) +
+                                   " expires_at=" + std::to_string(row.expires_at));
+  audit_.append("session_created", peer, {{"session", row.id}, {"shim_pid", procs->shim_pid}, {"init_pid", procs->init_pid},
+                                          {"workspace_capped", workspace_.capped}, {"expires_at_ms", row.expires_at}});
+  if (row.expires_at) expiry_cv_.notify_all();
   return sessionJson(row);
+}
+
+Result<void> Sessions::prepareWorkspace(const Peer& peer, const SessionSpec& spec, const std::string& dir) {
+  UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!held.valid()) return sysError("open " + dir);
+  const auto ids = sandbox::userns::planIdMap(::getuid(), ::getgid());
+  RETURN_IF_ERROR(makeWorkspace(held.get(), dir, spec.limits.workspace_bytes, workspace_.capped, workspace_, ids.host_uid,
+                                ids.host_gid));
+  if (!spec.workspace_from) return {};
+  // Copied in once, with the peer's own rights (create() refused a peer of another uid).
+  ASSIGN_OR_RETURN(UniqueFd from, sandbox::workspace::openHostDir(*spec.workspace_from));
+  UniqueFd ws(::openat(held.get(), "workspace", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!ws.valid()) return sysError("open workspace");
+  ASSIGN_OR_RETURN(auto stats, sandbox::workspace::stage(from.get(), ws.get(), {ids.host_uid, ids.host_gid, ::geteuid() == 0}));
+  log::info("workspace_copied_in", "files=" + std::to_string(stats.files) + " bytes=" + std::to_string(stats.bytes) +
+                                       " skipped=" + std::to_string(stats.skipped) + " peer_uid=" + std::to_string(peer.uid));
+  return {};
+}
+
+Result<Sessions::Workspace> Sessions::workspace(const Peer& peer, const std::string& id) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (s.state == "creating" || s.state == "removing") return Error(kConflict, "session " + id + " is " + s.state);
+  const std::string dir = dirOf(id);
+  UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!held.valid()) return sysError("open " + dir);
+  // A capped workspace that is not mounted is an empty mount point: never write into that.
+  struct stat st;
+  if (::fstatat(held.get(), "workspace.img", &st, AT_SYMLINK_NOFOLLOW) == 0 && !workspaceMounted(dir))
+    return Error(kConflict, "session " + id + ": its workspace image is not mounted (restart the daemon to mount it)");
+  Workspace w{UniqueFd(::openat(held.get(), "workspace", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)), 0, 0, 0};
+  if (!w.dir.valid()) return sysError("open the workspace of " + id);
+  const auto ids = sandbox::userns::planIdMap(::getuid(), ::getgid());
+  w.uid = ids.host_uid;
+  w.gid = ids.host_gid;
+  auto spec_json = parseJson(s.spec);
+  auto spec = spec_json ? parseSessionSpec(*spec_json) : Result<SessionSpec>(spec_json.error());
+  w.cap = spec ? spec->limits.workspace_bytes : sandbox::Limits{}.workspace_bytes;
+  return w;
 }
 
 Result<Json> Sessions::list(const Peer& peer) {
@@ -174,7 +238,9 @@ Result<Json> Sessions::show(const Peer& peer, const std::string& id) {
   return j;
 }
 
-void Sessions::finishRemove(const SessionRow& s) {
+void Sessions::finishRemove(const SessionRow& s, std::string* kept) {
+  // A frozen process cannot die: thawed first, its cgroup removed once the shim has ended it.
+  if (!freezerState(freezer_, s.id).empty()) (void)freezerSet(freezer_, s.id, false);
   if (s.shim_pid != 0) {
     auto l = linkFor(s.id);
     std::lock_guard lock(l->mu);
@@ -188,8 +254,25 @@ void Sessions::finishRemove(const SessionRow& s) {
       l->link.reset();
     }
   }
+  freezerRemove(freezer_, s.id);
+  // The workspace's mount first: the removal below must never descend into a mounted image,
+  // and a failed unmount keeps everything (the row too, so a later rm or restart tries again).
+  if (!unmountWorkspace(dirOf(s.id))) {
+    log::warn("workspace_unmount_failed", "session=" + s.id);
+    return;
+  }
   UniqueFd parent(::open((state_dir_ + "/sessions").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   UniqueFd held(::open(dirOf(s.id).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (kept && held.valid()) {
+    // Kept: moved out of the session's directory whole (an image, or the uncapped directory).
+    const std::string kept_dir = state_dir_ + "/kept";
+    if (::mkdir(kept_dir.c_str(), 0700) != 0 && errno != EEXIST) log::warn("workspace_keep_failed", "session=" + s.id);
+    struct stat st;
+    const bool image = ::fstatat(held.get(), "workspace.img", &st, AT_SYMLINK_NOFOLLOW) == 0;
+    const std::string to = kept_dir + "/" + s.id + (image ? ".img" : "");
+    if (::renameat(held.get(), image ? "workspace.img" : "workspace", AT_FDCWD, to.c_str()) == 0) *kept = to;
+    else log::warn("workspace_keep_failed", "session=" + s.id);
+  }
   if (parent.valid() && held.valid() && !removeTreeAt(parent.get(), s.id.c_str(), held.get()))
     log::warn("session_dir_left", "session=" + s.id);
   (void)store_.deleteSession(s.id);
@@ -197,13 +280,24 @@ void Sessions::finishRemove(const SessionRow& s) {
   links_.erase(s.id);
 }
 
-Result<Json> Sessions::remove(const Peer& peer, const std::string& id) {
+Result<Json> Sessions::remove(const Peer& peer, const std::string& id, bool keep_workspace) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (s.state == "creating") return Error(kConflict, "session " + id + " is still being created");
+  if (s.state == "removing") return Error(kConflict, "session " + id + " is being removed");
   RETURN_IF_ERROR(store_.setSessionState(id, "removing"));
-  finishRemove(s);
-  log::info("session_removed", "session=" + id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
-  return Json{{"id", id}, {"state", "removed"}};
+  std::string kept;
+  finishRemove(s, keep_workspace ? &kept : nullptr);
+  // cppcheck-suppress knownConditionTrueFalse ; kept is set through the pointer finishRemove gets
+  log::info("session_removed", "session=" + id + " kept_workspace=" + (kept.empty() ? "false" : "true") +
+                                   " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+  audit_.append("session_removed", peer, {{"session", id}, {"kept_workspace", !kept.empty()}});
+  Json out = {{"id", id}, {"state", "removed"}};
+  if (keep_workspace) {
+    // cppcheck-suppress knownConditionTrueFalse ; as above
+    if (kept.empty()) return Error(Errc::kIo, "session " + id + " removed, but its workspace could not be kept");
+    out["kept_workspace"] = kept;
+  }
+  return out;
 }
 
 Result<Json> Sessions::startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd) {
@@ -219,6 +313,7 @@ Result<Json> Sessions::startCommand(const Peer& peer, const std::string& id, con
     return res.error();
   }
   RETURN_IF_ERROR(store_.setCommand(id, n, "running", std::nullopt, ""));
+  audit_.append("command_started", peer, {{"session", id}, {"cmd", n}, {"argc", cmd.argv.size()}, {"env_count", cmd.env.size()}});
   log::info("command_started", "session=" + id + " cmd=" + std::to_string(n) + " argc=" + std::to_string(cmd.argv.size()) +
                                    " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   return Json{{"id", n}, {"session", id}, {"state", "running"}};
@@ -246,13 +341,68 @@ Result<Json> Sessions::signalCommand(const Peer& peer, const std::string& id, in
   return Json{{"id", n}, {"session", id}, {"signal", sig}};
 }
 
+Result<Json> Sessions::pause(const Peer& peer, const std::string& id) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (!freezer_.usable) return Error(Errc::kUnsupported, "pause: " + freezer_.description);
+  if (s.state == "paused") return Json{{"id", id}, {"state", "paused"}};
+  if (s.state != "running") return Error(kConflict, "session " + id + " is " + s.state);
+  if (freezerState(freezer_, id).empty()) return Error(Errc::kUnsupported, "pause: session " + id + " has no freezer cgroup");
+  RETURN_IF_ERROR(freezerSet(freezer_, id, true));
+  RETURN_IF_ERROR(store_.setSessionState(id, "paused"));
+  audit_.append("session_paused", peer, {{"session", id}});
+  log::info("session_paused", "session=" + id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+  return Json{{"id", id}, {"state", "paused"}};
+}
+
+Result<Json> Sessions::resume(const Peer& peer, const std::string& id) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (!freezer_.usable) return Error(Errc::kUnsupported, "resume: " + freezer_.description);
+  if (s.state == "running") return Json{{"id", id}, {"state", "running"}};
+  if (s.state != "paused") return Error(kConflict, "session " + id + " is " + s.state);
+  RETURN_IF_ERROR(freezerSet(freezer_, id, false));
+  RETURN_IF_ERROR(store_.setSessionState(id, "running"));
+  audit_.append("session_resumed", peer, {{"session", id}});
+  log::info("session_resumed", "session=" + id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+  return Json{{"id", id}, {"state", "running"}};
+}
+
+void Sessions::runExpiry() {
+  for (;;) {
+    int64_t next = 0;
+    if (auto rows = store_.sessions()) {
+      const int64_t now = nowMs();
+      for (const SessionRow& s : *rows) {
+        if (s.expires_at == 0 || s.state == "creating" || s.state == "removing") continue;
+        if (s.expires_at > now) {
+          next = next == 0 ? s.expires_at : std::min(next, s.expires_at);
+          continue;
+        }
+        if (!store_.setSessionState(s.id, "removing")) continue;
+        finishRemove(s);
+        log::info("session_expired", "session=" + s.id + " expires_at=" + std::to_string(s.expires_at));
+        audit_.appendSelf("session_expired", {{"session", s.id}, {"expires_at_ms", s.expires_at}});
+      }
+    }
+    // Until the nearest expiry, a new session's notify, or a minute (a create still in flight).
+    std::unique_lock lock(expiry_mu_);
+    const int64_t wait_ms = next == 0 ? 60'000 : std::clamp<int64_t>(next - nowMs(), 1, 60'000);
+    expiry_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+  }
+}
+
 void Sessions::reconcileOne(const SessionRow& s) {
   if (s.state == "removing") {
     finishRemove(s);
     log::info("reconcile_removed", "session=" + s.id);
     return;
   }
-  if (s.state != "running" && s.state != "creating") return;
+  // After a host reboot nothing is mounted: the kept images come back (a lost session's files stay reachable).
+  if (workspace_.capped && s.state != "creating") {
+    UniqueFd held(::open(dirOf(s.id).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+    if (auto m = held.valid() ? mountWorkspaceImage(held.get(), dirOf(s.id)) : Result<void>(); !m)
+      log::warn("workspace_mount_failed", "session=" + s.id + " reason=" + log::value(m.error().message()));
+  }
+  if (s.state != "running" && s.state != "creating" && s.state != "paused") return;
   // A create cut short may have no recorded shim yet: only the secret can find it then.
   auto link = ShimLink::connect(dirOf(s.id), s.secret, {s.shim_pid, s.shim_start, s.init_pid, s.init_start});
   if (!link) {
@@ -264,6 +414,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     } else {
       (void)store_.setSessionState(s.id, "lost");
       log::warn("session_lost", "session=" + s.id + " reason=" + log::value(link.error().message()));
+      audit_.appendSelf("session_lost", {{"session", s.id}});
     }
     return;
   }
@@ -274,7 +425,13 @@ void Sessions::reconcileOne(const SessionRow& s) {
     (void)store_.setSessionState(s.id, "running");
     log::info("reconcile_create_completed", "session=" + s.id + " shim_pid=" + std::to_string(p.shim_pid));
   } else {
-    log::info("session_adopted", "session=" + s.id + " shim_pid=" + std::to_string(s.shim_pid));
+    // A pause or resume cut short between the freezer and the store: the freezer says what is.
+    const std::string frozen = freezerState(freezer_, s.id);
+    const std::string state = frozen == "FROZEN" || frozen == "FREEZING" ? "paused" : "running";
+    if (state != s.state) (void)store_.setSessionState(s.id, state);
+    if (frozen == "FREEZING") (void)freezerSet(freezer_, s.id, true);
+    log::info("session_adopted", "session=" + s.id + " shim_pid=" + std::to_string(s.shim_pid) + " state=" + state);
+    audit_.appendSelf("session_adopted", {{"session", s.id}, {"shim_pid", s.shim_pid}, {"state", state}});
   }
   auto l = linkFor(s.id);
   std::lock_guard lock(l->mu);

@@ -3,6 +3,7 @@
 // survived a daemon's death. Handlers get typed commands in and JSON values out.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,11 +11,15 @@
 #include <string>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "daemon/json_fields.h"
 #include "daemon/peer.h"
 #include "daemon/session_spec.h"
 #include "daemon/shim_link.h"
 #include "daemon/store.h"
+#include "daemon/audit_log.h"
+#include "daemon/freezer.h"
+#include "daemon/workspace_disk.h"
 
 namespace corral::daemon {
 
@@ -24,12 +29,15 @@ inline constexpr int kConflict = EBUSY;    // 409: the session is not in a state
 
 class Sessions {
  public:
-  Sessions(Store& store, std::string state_dir, std::string core_binary);
+  Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary);
+  // An event in the daemon's hash-chained log (audit_log.h): ids, counts, decisions only.
+  void audit(const std::string& event, const Peer& peer, Json fields) { audit_.append(event, peer, std::move(fields)); }
 
   Result<Json> create(const Peer& peer, const SessionSpec& spec);
   Result<Json> list(const Peer& peer);
   Result<Json> show(const Peer& peer, const std::string& id);
-  Result<Json> remove(const Peer& peer, const std::string& id);
+  // keep_workspace: the workspace is moved to STATE/kept/ (its path is in the answer), not removed.
+  Result<Json> remove(const Peer& peer, const std::string& id, bool keep_workspace = false);
   Result<Json> startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd);
   Result<Json> command(const Peer& peer, const std::string& id, int64_t n);
   // The command's spool directory (stdout, stderr, status.json), for streaming.
@@ -37,6 +45,23 @@ class Sessions {
   // Whether the session's shim still answers (a stream waiting for a status asks).
   bool alive(const std::string& id);
   Result<Json> signalCommand(const Peer& peer, const std::string& id, int64_t n, int sig);
+  // The cgroup freezer (freezer.h): every process of the session stopped, or let go again.
+  Result<Json> pause(const Peer& peer, const std::string& id);
+  Result<Json> resume(const Peer& peer, const std::string& id);
+
+  // --ttl: removes each session whose expiry has passed, then waits for the next one (or a
+  // new session's); runs for the daemon's life, on a thread of its own.
+  [[noreturn]] void runExpiry();
+
+  // A session's workspace for the files API: its directory (a lost session's too), the host
+  // ids that own its files, the session's --workspace-size (an upload's cap).
+  struct Workspace {
+    UniqueFd dir;
+    uid_t uid;
+    gid_t gid;
+    uint64_t cap;
+  };
+  Result<Workspace> workspace(const Peer& peer, const std::string& id);
 
   // At start: adopt what is alive, mark what is gone lost, finish or undo what a crash cut short.
   void reconcile();
@@ -54,11 +79,19 @@ class Sessions {
   std::string dirOf(const std::string& id) const;
   Json sessionJson(const SessionRow& s);
   Json commandJson(const SessionRow& s, CommandRow c);
-  void finishRemove(const SessionRow& s);
+  // Stops the shim, unmounts the workspace, removes the directory and the row. kept: where the
+  // workspace went instead (empty: removed with the rest).
+  void finishRemove(const SessionRow& s, std::string* kept = nullptr);
+  Result<void> prepareWorkspace(const Peer& peer, const SessionSpec& spec, const std::string& dir);
   void reconcileOne(const SessionRow& s);
 
   Store& store_;
+  AuditLog& audit_;
   std::string state_dir_, core_;
+  WorkspaceMechanism workspace_;  // how this host caps a session's workspace (found once)
+  Freezer freezer_;               // how it pauses one
+  std::mutex expiry_mu_;
+  std::condition_variable expiry_cv_;
   std::mutex links_mu_;
   std::map<std::string, std::shared_ptr<Link>> links_;
 };

@@ -104,6 +104,7 @@ int shimMain(const std::vector<std::string>& args) {
   sandbox.argv = {"/bin/true"};  // never run: a session's init starts only what it is asked to
   sandbox.env = policy::env::buildEnvironment(spec->env);
   sandbox.limits = spec->limits;
+  sandbox.workspace_bind = dir_path + "/workspace";  // the daemon made it (workspace_disk.h)
   ShimConfig cfg{dir.get(), listen->get(), **secret, ready.get(), spec->env};
   sandbox::RunOptions options;
   bool served = false;

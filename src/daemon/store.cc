@@ -17,6 +17,8 @@ constexpr const char* kMigrations[] = {
     "CREATE TABLE commands(session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, cmd INTEGER NOT NULL,"
     " state TEXT NOT NULL, argc INTEGER NOT NULL, exit_code INTEGER, report TEXT NOT NULL DEFAULT '',"
     " created_at INTEGER NOT NULL, PRIMARY KEY(session_id, cmd));",
+    // 2: a session's expiry (--ttl), unix milliseconds; 0: none.
+    "ALTER TABLE sessions ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;",
 };
 
 int64_t now() { return static_cast<int64_t>(::time(nullptr)); }
@@ -34,10 +36,12 @@ SessionRow sessionOf(const SqlRow& r) {
   s.init_pid = asInt(r[8]).value_or(0);
   s.init_start = asInt(r[9]).value_or(0);
   s.created_at = asInt(r[10]).value_or(0);
+  s.expires_at = asInt(r[11]).value_or(0);
   return s;
 }
 constexpr const char* kSessionCols =
-    "SELECT id, name, owner_uid, state, secret, spec, shim_pid, shim_start, init_pid, init_start, created_at FROM sessions";
+    "SELECT id, name, owner_uid, state, secret, spec, shim_pid, shim_start, init_pid, init_start, created_at, expires_at"
+    " FROM sessions";
 
 CommandRow commandOf(const SqlRow& r) {
   CommandRow c;
@@ -86,8 +90,8 @@ Result<int> Store::schemaVersion() {
 
 Result<void> Store::insertSession(const SessionRow& s) {
   std::lock_guard lock(mu_);
-  return db_.exec("INSERT INTO sessions(id, name, owner_uid, state, secret, spec, created_at) VALUES(?,?,?,?,?,?,?)",
-                  {s.id, s.name, s.owner_uid, s.state, s.secret, s.spec, now()});
+  return db_.exec("INSERT INTO sessions(id, name, owner_uid, state, secret, spec, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?)",
+                  {s.id, s.name, s.owner_uid, s.state, s.secret, s.spec, now(), s.expires_at});
 }
 
 Result<void> Store::setSessionState(const std::string& id, const std::string& state) {

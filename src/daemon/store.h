@@ -14,11 +14,12 @@
 
 namespace corral::daemon {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct SessionRow {
   std::string id, name, state, secret, spec;  // spec: sessionSpecJson, env values included (0600 file)
   int64_t owner_uid = 0, shim_pid = 0, shim_start = 0, init_pid = 0, init_start = 0, created_at = 0;
+  int64_t expires_at = 0;  // unix ms (--ttl); 0: never
 };
 
 struct CommandRow {

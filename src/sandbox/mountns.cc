@@ -136,6 +136,10 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
       return Error(Errc::kInvalidArgument, "--ro-bind " + rb.host + ": a namespace handle cannot be bound in");
     extra.push_back({rb.sandbox.substr(1), S_ISDIR(st.st_mode), b.clone(rb.host, kRo, "clone --ro-bind source")});
   }
+  // A session's workspace lies in the daemon's 0700 state dir: cloned as the caller, like --ro-bind.
+  const int ws_slot = spec.workspace_bind
+                          ? b.clone(*spec.workspace_bind, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "clone the session's workspace")
+                          : -1;
   plan.before_maps = plan.steps.size();
   // The fixed runtime sources, though, must be reachable by the sandbox uid itself.
   if (::getuid() == 0)
@@ -183,7 +187,8 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
   b.mkdir("tmp", 01777);
   b.add({Op::kTmpfs, b.in("tmp"), tmp_opts, MS_NOSUID | MS_NODEV, -1, false, "mount /tmp"});
   b.mkdir("workspace");
-  b.add({Op::kAttachWorkspace, b.in("workspace"), nullptr, 0, -1, false, "mount /workspace"});
+  if (ws_slot >= 0) b.add({Op::kAttach, b.in("workspace"), nullptr, 0, ws_slot, false, "mount /workspace"});
+  else b.add({Op::kAttachWorkspace, b.in("workspace"), nullptr, 0, -1, false, "mount /workspace"});
 
   b.mkdir("proc", 0555);
   b.add({Op::kProc, b.in("proc"), nullptr, 0, -1, false, "mount /proc"});

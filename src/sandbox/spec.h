@@ -70,6 +70,9 @@ struct SandboxSpec {
   Limits limits;
   Stdio stdio;
   NetProxy proxy;
+  // A host directory bound read-write as /workspace instead of the tmpfs: a daemon session's,
+  // which lives in the daemon's state dir and outlives the sandbox (its cap is the directory's own).
+  std::optional<std::string> workspace_bind;
 };
 
 enum class KilledBy { kNone, kTimeout, kMemory, kPids, kCpuTime, kSignal };

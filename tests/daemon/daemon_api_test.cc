@@ -113,6 +113,39 @@ TEST_F(DaemonApi, PythonExampleAgentLoopRunsInASession) {
   EXPECT_EQ(d.curl("GET", "/v1/sessions").json()["sessions"].size(), 0u) << "the example removes its session";
 }
 
+TEST_F(DaemonApi, PythonExampleClientCopiesFilesInAndOut) {
+  const std::string script =
+      "import corral_client\n"
+      "c = corral_client.Corral()\n"
+      "s = c.create_session(limits={'allow_weaker': ['workspace-size']}, ttl='10m')\n"
+      "c.run(s['id'], ['mkdir', 'my dir'])\n"
+      "print(c.upload(s['id'], 'my dir/a b.txt', b'hello\\n')['bytes'])\n"
+      "print(c.run(s['id'], ['cat', 'my dir/a b.txt'])['stdout'].decode(), end='')\n"
+      "print(c.download(s['id'], '/my dir/a b.txt').decode(), end='')\n"
+      "print([e['name'] for e in c.stat(s['id'], 'my dir')['entries']])\n"
+      "c.remove_file(s['id'], 'my dir/a b.txt')\n"
+      "try:\n"
+      "    c.download(s['id'], '../etc/passwd')\n"
+      "except corral_client.CorralError as e:\n"
+      "    print(e.status)\n"
+      "c.remove_session(s['id'])\n";
+  RunOptions o;
+  o.env_extra = {"CORRAL_SOCKET=" + d.socket(), "PYTHONPATH=" CORRAL_EXAMPLES_DIR, "PYTHONDONTWRITEBYTECODE=1"};
+  RunResult r = run({"/usr/bin/python3", "-c", script}, o);
+  EXPECT_EQ(r.out, "6\nhello\nhello\n['a b.txt']\n400\n") << r.describe();
+}
+
+TEST_F(DaemonApi, ResponsesMatchTheOpenApiDocument) {
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).exit_code != 0)
+    GTEST_SKIP() << "python3-jsonschema is not installed (scripts/bootstrap.sh installs it): docs/openapi.json NOT validated";
+  std::vector<std::string> argv = {"/usr/bin/python3", CORRAL_SOURCE_DIR "/tests/daemon/openapi_check.py", d.socket(),
+                                   CORRAL_DOCS_DIR "/openapi.json"};
+  if (::geteuid() != 0) argv.push_back("--weaker");
+  RunResult r = run(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find(", 0 failures"), std::string::npos) << r.out;
+}
+
 TEST(DaemonClient, WithoutADaemonTheClientSaysWhereItLooked) {
   TempDir t("nodaemon");
   RunResult r = run({corralBin(), "session", "ls"}, {.env_extra = {"CORRAL_SOCKET=" + (t / "none.sock")}});

@@ -15,36 +15,6 @@
 namespace corral::testing {
 namespace {
 
-RunResult sessionExec(const Daemon& d, const std::string& id, const std::vector<std::string>& cmd,
-                      const std::vector<std::string>& opts = {}) {
-  std::vector<std::string> args = {"session", "exec", id};
-  args.insert(args.end(), opts.begin(), opts.end());
-  args.push_back("--");
-  args.insert(args.end(), cmd.begin(), cmd.end());
-  return d.cli(args);
-}
-
-// Polls for a condition (never a fixed sleep as synchronisation), a minute at most.
-template <class F>
-bool eventually(F f) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return f();
-}
-
-bool fileExists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-std::string fileText(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // ---- daemon.sessions-survive-daemon-kill ----
 
 TEST(DaemonSessionsSurviveDaemonKill, SessionGoesOnAndItsFinishedCommandIsKept) {

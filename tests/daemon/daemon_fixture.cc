@@ -4,7 +4,9 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -29,20 +31,34 @@ Daemon::~Daemon() {
   if (proc_) kill9();
   // Sessions this test left behind: end their shims, so nothing outlives the test.
   for (pid_t pid : shimProcesses(state_.path())) ::kill(pid, SIGKILL);
+  // A paused session's processes cannot die while frozen: thaw what this test left paused.
+  if (DIR* sessions = ::opendir((state_.path() + "/sessions").c_str())) {
+    while (dirent* e = ::readdir(sessions)) {
+      const std::string cg = std::string("/sys/fs/cgroup/freezer/corral-sessions/") + e->d_name;
+      if (e->d_name[0] == '.' || !fileExists(cg)) continue;
+      std::ofstream(cg + "/freezer.state") << "THAWED";
+      eventually([&] { return ::rmdir(cg.c_str()) == 0 || errno == ENOENT; });
+    }
+    ::closedir(sessions);
+  }
+  // And their workspaces' mounts (root: loop-mounted images), so the directory can go.
+  for (const std::string& m : mountsUnder(state_.path())) ::umount2(m.c_str(), MNT_DETACH);
 }
 
 bool Daemon::start() {
-  std::vector<std::string> argv = {corralCoreBin(), "daemon", "--state-dir", state_.path(), "--socket", socket_};
+  // exec'd by sh so that the pid is the daemon's, stderr appended to a file.
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\"$CORRAL_TEST_DAEMON_LOG\"", corralCoreBin(),
+                                   "daemon", "--state-dir", state_.path(), "--socket", socket_};
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   RunOptions o;
+  o.env_extra.push_back("CORRAL_TEST_DAEMON_LOG=" + logs_.path() + "/stderr");
   o.deadline = std::chrono::milliseconds(3'600'000);
   proc_.emplace(Process::start(argv, o));
   // Wait for the condition, not for a time: the health answer, polled, a minute at most.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < until) {
     if (proc_->exitedWithin(std::chrono::milliseconds(20))) {
-      RunResult r = proc_->wait();
-      log_ += r.err;
+      proc_->wait();
       proc_.reset();
       return false;
     }
@@ -54,16 +70,16 @@ bool Daemon::start() {
 void Daemon::kill9() {
   if (!proc_) return;
   proc_->signal(SIGKILL);
-  RunResult r = proc_->wait();
-  log_ += r.err;
+  proc_->wait();
   proc_.reset();
 }
+
+std::string Daemon::stderrText() const { return fileText(logs_.path() + "/stderr"); }
 
 bool Daemon::stopTerm() {
   if (!proc_) return false;
   proc_->signal(SIGTERM);
   RunResult r = proc_->wait();
-  log_ += r.err;
   proc_.reset();
   return r.exit_code == 0;
 }
@@ -106,7 +122,43 @@ Daemon::Http Daemon::curl(const std::string& method, const std::string& path, co
   return h;
 }
 
-std::vector<std::string> Daemon::hostSessionOptions() { return {}; }
+// A non-root daemon has nothing to cap a session's workspace with (workspace_disk.h).
+std::vector<std::string> Daemon::hostSessionOptions() {
+  if (::geteuid() != 0) return {"--allow-weaker", "workspace-size"};
+  return {};
+}
+
+RunResult sessionExec(const Daemon& d, const std::string& id, const std::vector<std::string>& cmd,
+                      const std::vector<std::string>& opts) {
+  std::vector<std::string> args = {"session", "exec", id};
+  args.insert(args.end(), opts.begin(), opts.end());
+  args.push_back("--");
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  return d.cli(args);
+}
+
+bool fileExists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::string fileText(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> mountsUnder(const std::string& dir) {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string f, point;
+    for (int i = 0; i < 5 && fields >> f; ++i) point = f;
+    if (point.rfind(dir + "/", 0) == 0) out.push_back(point);
+  }
+  return out;
+}
 
 std::string Daemon::createSession(const std::vector<std::string>& opts) const {
   std::vector<std::string> args = {"session", "create"};

@@ -3,7 +3,9 @@
 // CLI, curl --unix-socket, python's http.client over AF_UNIX.
 #pragma once
 
+#include <chrono>
 #include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,8 @@ class Daemon {
   bool start();
   void kill9();              // SIGKILL, reaped; what it wrote to stderr is kept
   bool stopTerm();           // SIGTERM; true when it exited 0
-  std::string stderrText() const { return log_; }  // what its finished runs wrote to stderr
+  // What its runs wrote to stderr (a file, not a pipe: a busy daemon must never block on its log).
+  std::string stderrText() const;
   RunResult startSecond();   // another daemon on the same state directory, waited for
 
   // `corral ARGS...` with CORRAL_SOCKET pointing here.
@@ -53,11 +56,30 @@ class Daemon {
   std::string socket_;
   std::vector<std::string> extra_;
   std::optional<Process> proc_;
-  std::string log_;
+  TempDir logs_{"daemonlog"};
 };
 
 // The shims of sessions on the host: processes whose cmdline is corral-core __session-shim DIR
 // under state_dir.
 std::vector<pid_t> shimProcesses(const std::string& state_dir);
+// `corral session exec ID [opts] -- cmd` against d.
+RunResult sessionExec(const Daemon& d, const std::string& id, const std::vector<std::string>& cmd,
+                      const std::vector<std::string>& opts = {});
+bool fileExists(const std::string& p);
+std::string fileText(const std::string& p);
+
+// Polls for a condition (never a fixed sleep as synchronisation), a minute at most.
+template <class F>
+bool eventually(F f) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return f();
+}
+
+// Mount points below dir (this process's view: the host's).
+std::vector<std::string> mountsUnder(const std::string& dir);
 
 }  // namespace corral::testing

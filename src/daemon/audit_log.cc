@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hash-chained daemon log: append, recover the chain's end at start, verify.
+#include "daemon/audit_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "audit/sha256.h"
+#include "base/log.h"
+
+namespace corral::daemon {
+namespace {
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::string auditLineHash(const Json& line_without_hash) {
+  // nlohmann's dump() sorts object keys (std::map) and adds no spaces: canonical for these values.
+  return audit::sha256Hex(line_without_hash.dump());
+}
+
+Result<AuditLog> AuditLog::open(const std::string& state_dir) {
+  const std::string path = state_dir + "/audit.jsonl";
+  AuditLog log;
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Only whole lines count: a crash mid-write leaves a tail without its newline.
+    const size_t end = text.rfind('\n');
+    const size_t whole = end == std::string::npos ? 0 : end + 1;
+    if (whole < text.size()) {
+      std::ofstream(path + ".torn", std::ios::binary | std::ios::app) << text.substr(whole) << "\n";
+      if (::truncate(path.c_str(), static_cast<off_t>(whole)) != 0) return sysError("truncate " + path);
+    }
+    if (whole > 0) {
+      const size_t start = text.rfind('\n', whole - 2);
+      auto last = parseJson(std::string_view(text).substr(start == std::string::npos ? 0 : start + 1, whole - 1 - (start == std::string::npos ? 0 : start + 1)));
+      if (!last || !last->is_object() || !(*last)["seq"].is_number_integer() || !(*last)["hash"].is_string())
+        return Error(Errc::kIo, path + ": its last line is not an audit event");
+      log.seq_ = (*last)["seq"].get<int64_t>();
+      log.prev_ = (*last)["hash"].get<std::string>();
+    }
+  }
+  log.fd_.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!log.fd_.valid()) return sysError("open " + path);
+  return log;
+}
+
+void AuditLog::append(const std::string& event, const Peer& peer, Json fields) {
+  std::lock_guard lock(mu_);
+  fields["seq"] = seq_ + 1;
+  fields["ts_ms"] = nowMs();
+  fields["event"] = event;
+  fields["peer_uid"] = peer.uid;
+  fields["peer_pid"] = peer.pid;
+  fields["prev"] = prev_;
+  const std::string hash = auditLineHash(fields);
+  fields["hash"] = hash;
+  const std::string line = fields.dump() + "\n";
+  if (::write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) || ::fdatasync(fd_.get()) != 0) {
+    log::warn("audit_write_failed", "event=" + event + " errno=" + std::to_string(errno));
+    return;  // the chain goes on from the last line that was written
+  }
+  ++seq_;
+  prev_ = hash;
+}
+
+void AuditLog::appendSelf(const std::string& event, Json fields) {
+  append(event, Peer{::getuid(), ::getgid(), ::getpid()}, std::move(fields));
+}
+
+Result<int64_t> verifyAuditLog(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return sysError("open " + path);
+  std::string line, prev = kAuditGenesis;
+  int64_t seq = 0;
+  while (std::getline(in, line)) {
+    const std::string at = path + ": event " + std::to_string(seq + 1);
+    auto j = parseJson(line);
+    if (!j || !j->is_object()) return Error(Errc::kRefused, at + ": not a JSON object");
+    if (!(*j)["seq"].is_number_integer() || (*j)["seq"].get<int64_t>() != seq + 1)
+      return Error(Errc::kRefused, at + ": seq out of order (a line was dropped, added or moved)");
+    if (!(*j)["prev"].is_string() || (*j)["prev"].get<std::string>() != prev)
+      return Error(Errc::kRefused, at + ": prev is not the hash of the line before");
+    if (!(*j)["hash"].is_string()) return Error(Errc::kRefused, at + ": no hash");
+    const std::string hash = (*j)["hash"].get<std::string>();
+    j->erase("hash");
+    if (auditLineHash(*j) != hash) return Error(Errc::kRefused, at + ": its hash does not match its contents (edited)");
+    prev = hash;
+    ++seq;
+  }
+  return seq;
+}
+
+}  // namespace corral::daemon

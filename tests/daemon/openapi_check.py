@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Drives a real corral daemon through every operation of docs/openapi.json and validates each
+real response (status, content type, body; every NDJSON line) against the document with
+jsonschema (Draft 2020-12). Fails on a response the document does not describe, on an
+operation never exercised, and when the control (a response altered to break the schema)
+passes validation.
+
+    openapi_check.py SOCKET DOCS/openapi.json [--weaker]
+"""
+import http.client
+import json
+import re
+import socket
+import sys
+
+import jsonschema
+
+sock_path, doc_path = sys.argv[1], sys.argv[2]
+weaker = "--weaker" in sys.argv[3:]
+doc = json.load(open(doc_path))
+validator_cls = jsonschema.Draft202012Validator
+
+
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(sock_path)
+
+
+def template_of(method, path):
+    """The document's path template and operation for a real request path."""
+    for tmpl, item in doc["paths"].items():
+        pattern = "^" + re.sub(r"\\{path\\}", "(.+)", re.sub(r"\\{(id|n)\\}", "([^/]+)", re.escape(tmpl))) + "$"
+        if re.match(pattern, path) and method.lower() in item:
+            return tmpl, item[method.lower()]
+    return None, None
+
+
+failures, seen = [], set()
+
+
+def check(method, path, status, ctype, body):
+    tmpl, op = template_of(method, path)
+    if op is None:
+        # A method a documented path does not take: 405, with the error body.
+        path_known = any(template_of(m, path)[0] for m in ("GET", "POST", "PUT", "DELETE"))
+        if status != 405 or not path_known:
+            failures.append(f"{method} {path}: not in the document (status {status})")
+        elif list(validator_cls({**doc, "$ref": "#/components/schemas/Error"}).iter_errors(json.loads(body))):
+            failures.append(f"{method} {path}: a 405 without the error body")
+        return
+    seen.add((method.lower(), tmpl))
+    r = op["responses"].get(str(status))
+    if r is None:
+        failures.append(f"{method} {tmpl}: status {status} not documented")
+        return
+    ctype = ctype.split(";")[0].strip()
+    if ctype not in r.get("content", {}):
+        failures.append(f"{method} {tmpl} {status}: content type {ctype} not documented")
+        return
+    schema = r["content"][ctype]["schema"]
+    if ctype == "application/octet-stream":
+        return
+    docs = [json.loads(l) for l in body.splitlines() if l.strip()] if ctype == "application/x-ndjson" else [json.loads(body)]
+    for value in docs:
+        errors = list(validator_cls({**doc, **schema}).iter_errors(value))
+        if errors:
+            failures.append(f"{method} {tmpl} {status}: {errors[0].message} in {json.dumps(value)[:200]}")
+
+
+def call(method, path, body=None, raw=None, headers=None):
+    c = C("corral", timeout=300)
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    h = dict(headers or {})
+    if body is not None:
+        h["Content-Type"] = "application/json"
+    c.request(method, path, body=data, headers=h)
+    r = c.getresponse()
+    text = r.read()
+    c.close()
+    ctype = r.getheader("Content-Type", "")
+    check(method, path, r.status, ctype, text.decode(errors="replace") if "octet" not in ctype else "")
+    return r.status, (json.loads(text) if ctype.startswith("application/json") else text)
+
+
+limits = {"allow_weaker": ["workspace-size"]} if weaker else {}
+call("GET", "/v1/health")
+call("GET", "/v1/version")
+call("POST", "/v1/health")
+call("GET", "/v1/health", raw=b"x")
+st, s = call("POST", "/v1/sessions", {"name": "openapi", "limits": {**limits, "pids": 128}, "env": ["A=b"], "ttl": "1h"})
+assert st == 201, s
+sid = s["id"]
+call("POST", "/v1/sessions", {"bogus": 1})
+call("POST", "/v1/sessions", {"limits": {"memory": "1G", "allow_weaker": []}} if weaker else {"limits": {"workspace_size": "1"}})
+call("GET", "/v1/sessions")
+call("GET", "/v1/sessions/" + sid)
+call("GET", "/v1/sessions/0000000000000000")
+st, started = call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["sh", "-c", "echo out; echo err >&2; exit 3"], "timeout": "60s"})
+n = started["id"]
+call("GET", f"/v1/sessions/{sid}/commands/{n}/output")
+call("GET", f"/v1/sessions/{sid}/commands/{n}")
+call("GET", f"/v1/sessions/{sid}/commands/999")
+call("POST", f"/v1/sessions/{sid}/commands", {"argv": []})
+call("GET", f"/v1/sessions/{sid}/commands")
+st, bg = call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["sleep", "1000"]})
+call("POST", f"/v1/sessions/{sid}/commands/{bg['id']}/signal", {"signal": 15})
+call("GET", f"/v1/sessions/{sid}/commands/{bg['id']}/output")
+call("POST", f"/v1/sessions/{sid}/commands/{bg['id']}/signal", {})
+call("PUT", f"/v1/sessions/{sid}/files/a%20b.txt", raw=b"hello\n", headers={"Content-Type": "application/octet-stream"})
+call("PUT", f"/v1/sessions/{sid}/files/no/such/dir", raw=b"x")
+call("GET", f"/v1/sessions/{sid}/files/a%20b.txt")
+call("GET", f"/v1/sessions/{sid}/files/missing")
+call("GET", f"/v1/sessions/{sid}/files/../x")
+call("GET", f"/v1/sessions/{sid}/stat")
+call("GET", f"/v1/sessions/{sid}/stat/a%20b.txt")
+call("DELETE", f"/v1/sessions/{sid}/files/a%20b.txt")
+st, _ = call("POST", f"/v1/sessions/{sid}/pause")
+if st == 200:
+    call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["true"]})  # 409 while paused
+    call("POST", f"/v1/sessions/{sid}/resume")
+else:
+    call("POST", f"/v1/sessions/{sid}/resume")  # refused the same way
+    seen.add(("post", "/v1/sessions/{id}/resume"))
+call("POST", f"/v1/sessions/{sid}/pause", raw=b"[1]")
+call("DELETE", f"/v1/sessions/{sid}", {"keep": True})
+call("DELETE", f"/v1/sessions/{sid}", {"keep_workspace": True})
+call("DELETE", f"/v1/sessions/{sid}")
+
+# Every operation in the document was exercised.
+for tmpl, item in doc["paths"].items():
+    for method in item:
+        if method != "parameters" and (method, tmpl) not in seen:
+            failures.append(f"{method.upper()} {tmpl}: documented but never exercised")
+
+# Control: the validator does fail a body that breaks the document.
+bad = {"id": "not-an-id", "state": "running"}
+schema = doc["paths"]["/v1/sessions/{id}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+if not list(validator_cls({**doc, **schema}).iter_errors(bad)):
+    failures.append("control: a session without name/owner_uid/created_at validated")
+
+for f in failures:
+    print("FAIL", f)
+print("checked", len(seen), "operations,", len(failures), "failures")
+sys.exit(1 if failures else 0)
