@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/log.h"
 #include "net/lease_spec.h"
 #include "net/proxy_connection.h"

@@ -3,7 +3,7 @@
 // close, log line, event.
 #include <string>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/log.h"
 #include "net/proxy_connection.h"
 
