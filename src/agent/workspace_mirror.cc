@@ -28,6 +28,15 @@ const char* kindOf(mode_t m) {
   return "not a file, directory or symlink";
 }
 
+// prefix/name, or name at the top: the path shown for an entry.
+std::string joined(const std::string& prefix, const std::string& name) {
+  if (prefix.empty()) return name;
+  std::string out = prefix;
+  out += '/';
+  out += name;
+  return out;
+}
+
 class Mirror {
  public:
   MirrorStats stats;
@@ -49,7 +58,7 @@ class Mirror {
         want.emplace(name, st);
       } else {
         unknown.insert(name);
-        skip(prefix.empty() ? name : prefix + "/" + name, std::string("cannot stat: ") + std::strerror(errno));
+        skip(joined(prefix, name), std::string("cannot stat: ") + std::strerror(errno));
       }
       errno = 0;
     }
@@ -71,7 +80,7 @@ class Mirror {
       if (remove(to, name)) ++stats.removed;
     }
     for (const auto& [name, st] : want) {
-      const std::string rel = prefix.empty() ? name : prefix + "/" + name;
+      const std::string rel = joined(prefix, name);
       if (S_ISDIR(st.st_mode)) {
         if (depth + 1 >= kMaxMirrorDepth) {
           skip(rel, "nested deeper than " + std::to_string(kMaxMirrorDepth) + " directories");
