@@ -14,7 +14,7 @@
 #include "audit/base64.h"
 #include "audit/canonical_json.h"
 #include "audit/result.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/signing.h"
 #include "check.h"
 

@@ -23,13 +23,14 @@
 #include "audit/canonical_json.h"
 #include "audit/record_dir.h"
 #include "audit/result.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/signing.h"
 #include "audit/trace.h"
 #include "audit/trace_chain.h"
 #include "audit/trace_fast_path.h"
 #include "audit/verify.h"
 #include "base/unique_fd.h"
+#include "audit_env.h"
 #include "check.h"
 
 namespace corral::fuzz {
@@ -169,19 +170,9 @@ struct Env {
 Env& env() {
   static Env* e = [] {
     auto* n = new Env;
-    const char* base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    std::string tmpl = std::string(base) + "/corral-fuzz-trace-XXXXXX";
-    PROPERTY(::mkdtemp(tmpl.data()) != nullptr, tmpl);
-    n->workspace = tmpl;
-    n->record = tmpl + "/" + std::string(kRecordDirName);
-    auto k = SigningKey::generate();
-    PROPERTY(k.ok(), std::string("key generation"));
-    auto pem = k->publicKeyPem();
-    PROPERTY(pem.ok(), std::string("public key pem"));
-    auto p = PublicKey::fromPem(*pem);
-    PROPERTY(p.ok(), std::string("public key parse"));
-    n->key.emplace(std::move(*k));
-    n->pub.emplace(std::move(*p));
+    n->workspace = makeFuzzDir("trace");
+    n->record = n->workspace + "/" + std::string(kRecordDirName);
+    makeFuzzKeys(*n);
     std::atexit([] { std::filesystem::remove_all(env().workspace); });
     return n;
   }();

@@ -7,7 +7,7 @@
 #include "agent/system_prompt.h"
 #include "agent/tool_common.h"
 #include "agent/tools.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent {
 

@@ -7,7 +7,7 @@
 #include "audit/record_dir.h"
 #include "base/dir_stream.h"
 #include "policy/units.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent {
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "audit/canonical_json.h"
+
 #include "audit/record_dir.h"
 #include "base/read_fd.h"
 
@@ -45,12 +47,10 @@ Result<std::string> Mailbox::send(std::string_view from_task, std::string_view t
                                    std::to_string(kMaxMailBodyBytes) + "-byte limit");
   const std::string id = run_id_ + "-" + std::to_string(sent_ + 1);
   nlohmann::json msg = {{"id", id}, {"from", from_task}, {"to", to}, {"body", body}, {"ts_ms", ts_ms}};
-  std::string bytes;
-  try {
-    bytes = msg.dump() + "\n";
-  } catch (const nlohmann::json::exception&) {
-    return Error(Errc::kInvalidArgument, "mailbox: body is not valid UTF-8");
-  }
+  // Checked rather than caught: dump() would throw on invalid UTF-8 in model text.
+  for (std::string_view text : {from_task, to, body})
+    if (!audit::isValidUtf8(text)) return Error(Errc::kInvalidArgument, "mailbox: body is not valid UTF-8");
+  const std::string bytes = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const std::string tmp = "." + id + ".tmp";
   const std::string name = id + ".json";
   UniqueFd fd(::openat(outbox_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <thread>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent {
 

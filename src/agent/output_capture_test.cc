@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent {
 namespace {

@@ -15,7 +15,7 @@
 #include <random>
 
 #include "audit/canonical_json.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/dir_stream.h"
 #include "base/open_beneath.h"
 #include "base/read_fd.h"

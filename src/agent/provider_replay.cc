@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/read_fd.h"
 #include "base/unique_fd.h"
 

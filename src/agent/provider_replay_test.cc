@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "agent/provider.h"
 #include "agent/stub_http_server_test_util.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent {
 namespace {

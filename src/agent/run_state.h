@@ -16,7 +16,7 @@
 #include "agent/mailbox.h"
 #include "agent/private_workspace.h"
 #include "agent/run_egress.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/trace.h"
 #include "policy/budget.h"
 #include "policy/manifest.h"

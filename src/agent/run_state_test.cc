@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent {
 namespace {

@@ -17,7 +17,7 @@
 #include "audit/key_files.h"
 #include "audit/record_dir.h"
 #include "audit/result.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/signing.h"
 #include "audit/trace.h"
 #include "base/open_beneath.h"
@@ -102,6 +102,13 @@ struct LastEntry {
   std::string run_id;
 };
 
+// obj[key] when obj is an object holding a string there, else "".
+std::string stringMember(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 LastEntry lastRunState(const std::string& workspace) {
   LastEntry last;
   auto dir = audit::openRecordDir(workspace, false);
@@ -112,12 +119,10 @@ LastEntry lastRunState(const std::string& workspace) {
   while (pos < text->size()) {
     size_t nl = text->find('\n', pos);
     if (nl == std::string::npos) nl = text->size();
-    try {
-      json j = json::parse(text->substr(pos, nl - pos));
-      last.type = j.value("type", "");
-      if (last.type == "run_start") last.run_id = j["data"].value("run_id", "");
-    } catch (const json::exception&) {
-    }
+    // The workspace's trace is untrusted input: no accessor that throws on a wrong type.
+    const json j = json::parse(text->substr(pos, nl - pos), nullptr, /*allow_exceptions=*/false);
+    last.type = stringMember(j, "type");
+    if (last.type == "run_start" && j.is_object() && j.contains("data")) last.run_id = stringMember(j["data"], "run_id");
     pos = nl + 1;
   }
   return last;

@@ -11,7 +11,7 @@ namespace corral::agent {
 Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const PrivateWorkspace& ws,
                                          const std::vector<std::string>& argv,
                                          const std::vector<std::string>& gate_env,
-                                         std::chrono::milliseconds timeout) {
+                                         std::chrono::milliseconds timeout, bool whole_workspace) {
   sandbox::SandboxSpec spec;
   spec.argv = argv;
   std::vector<std::pair<std::string, std::string>> extra;
@@ -38,9 +38,10 @@ Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const Privat
   }
   spec.env = policy::env::buildEnvironment(extra);
   spec.workspace = ws.path();
-  // The private workspace holds what the whole run declared; this task's command sees only
-  // what the task declares (a spawned task may have narrowed its inputs).
-  spec.stage_only = sandbox::SandboxSpec::StageOnly{m.inputs, m.outputs};
+  // The private workspace holds what the whole run declared and what the root task's commands
+  // made; a spawned task's command sees only what that task declares (it may have narrowed
+  // its inputs).
+  if (!whole_workspace) spec.stage_only = sandbox::SandboxSpec::StageOnly{m.inputs, m.outputs};
   spec.outputs = m.outputs;
   const policy::SandboxLimitsSpec& l = m.sandbox;
   spec.limits.memory_bytes = l.memory_bytes;
@@ -58,15 +59,17 @@ Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const Privat
   return spec;
 }
 
-Result<CommandOutcome> runSandboxed(sandbox::SandboxSpec spec, uint64_t keep_bytes) {
+Result<CommandOutcome> runSandboxed(sandbox::SandboxSpec spec, uint64_t keep_bytes, int keep_into) {
   UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!null_in.valid()) return sysError("/dev/null");
   ASSIGN_OR_RETURN(std::unique_ptr<OutputCapture> capture, OutputCapture::start(keep_bytes));
   spec.stdio.in = null_in.get();
   spec.stdio.out = capture->stdoutFd();
   spec.stdio.err = capture->stderrFd();
-  auto report = sandbox::runLinux(spec, {});
   CommandOutcome outcome;
+  sandbox::RunOptions options;
+  if (keep_into >= 0) options.after_command = [&outcome, keep_into](int ws_root) { outcome.kept = mirrorWorkspace(ws_root, keep_into); };
+  auto report = sandbox::runLinux(spec, options);
   outcome.output = capture->finish();
   if (!report.ok()) return report.error();
   outcome.exit_code = report->exit_code;

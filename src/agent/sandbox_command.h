@@ -10,6 +10,7 @@
 
 #include "agent/output_capture.h"
 #include "agent/private_workspace.h"
+#include "agent/workspace_mirror.h"
 #include "base/result.h"
 #include "policy/manifest.h"
 #include "sandbox/spec.h"
@@ -24,16 +25,21 @@ struct CommandOutcome {
   double wall_ms = 0;
   CapturedOutput output;
   std::vector<sandbox::OutputResult> outputs;  // declared outputs copied back into the private workspace
+  std::optional<MirrorStats> kept;  // keep_into: what of /workspace was kept for the next command
 };
 
 // The SandboxSpec for argv (already gated): base environment + manifest env + gate env,
-// manifest sandbox limits, the given timeout.
+// manifest sandbox limits, the given timeout. whole_workspace: /workspace is the whole private
+// workspace (the root task, whose view it is: what it declared and what its own commands
+// made); otherwise only what m declares (a spawned task's narrowed view).
 Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const PrivateWorkspace& ws,
                                          const std::vector<std::string>& argv,
                                          const std::vector<std::string>& gate_env,
-                                         std::chrono::milliseconds timeout);
+                                         std::chrono::milliseconds timeout, bool whole_workspace = false);
 
-// Runs it. An Error means the sandbox could not be built (the command never ran).
-Result<CommandOutcome> runSandboxed(sandbox::SandboxSpec spec, uint64_t keep_bytes);
+// Runs it. An Error means the sandbox could not be built (the command never ran). With
+// keep_into (a directory fd: the private workspace), /workspace as the command left it is
+// mirrored there when it exits normally (agent/workspace_mirror.h).
+Result<CommandOutcome> runSandboxed(sandbox::SandboxSpec spec, uint64_t keep_bytes, int keep_into = -1);
 
 }  // namespace corral::agent

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "agent/system_prompt.h"
 
+#include <algorithm>
+
 namespace corral::agent {
 namespace {
 
@@ -8,6 +10,16 @@ std::string list(const std::vector<std::string>& items) {
   if (items.empty()) return "(none)";
   std::string out;
   for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+// The allowlist, each program marked literal_args saying so.
+std::vector<std::string> programs(const policy::Manifest& m) {
+  std::vector<std::string> out;
+  for (const std::string& e : m.executables) {
+    const bool literal = std::find(m.literal_args.begin(), m.literal_args.end(), e) != m.literal_args.end();
+    out.push_back(literal ? e + " (takes literal arguments: shell metacharacters reach it unchanged)" : e);
+  }
   return out;
 }
 
@@ -20,10 +32,15 @@ std::string systemPrompt(const policy::Manifest& m, bool apply, const std::strin
       "Task id: " + task_id + "\n"
       "Readable files (declared inputs, globs allowed): " + list(m.inputs) + "\n"
       "Writable files (declared outputs, exact paths): " + list(m.outputs) + "\n"
-      "Programs the run tool may start: " + list(m.executables) + "\n"
+      "Programs the run tool may start: " + list(programs(m)) + "\n"
       "The run tool takes a program name and an argument list. There is no shell: pipes, redirections, "
-      "globbing, quoting and shell metacharacters are refused. Each command runs in a fresh sandbox with no "
-      "network; only changes to the declared outputs persist.\n"
+      "globbing, quoting and shell metacharacters are refused (an executable the operator marked as taking "
+      "literal arguments gets them unchanged). Each command runs in a fresh sandbox with no network. " +
+      (task_id == "root"
+           ? std::string("The workspace persists across your commands: what one command writes, the next one (and read) "
+                         "sees. Only the declared outputs leave the workspace at the end.\n")
+           : std::string("Your commands see only your declared files, and only changes to your declared outputs persist "
+                         "between them.\n")) +
       "Limits: at most " + std::to_string(m.budgets.max_turns) + " turns and " +
       std::to_string(m.budgets.max_model_calls) + " model calls; each command at most " +
       std::to_string(m.budgets.command_timeout.count()) + " ms; tool output is cut at " +

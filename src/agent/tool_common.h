@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,10 @@ std::string traceable(std::string_view s, size_t max = 256);
 nlohmann::json boundedTraceList(const std::vector<std::string>& entries, size_t budget,
                                 const std::function<nlohmann::json(const std::string&)>& item);
 inline constexpr size_t kTraceListBudget = size_t{16} * 1024;
+
+// SHA-256 of the canonical JSON (docs/audit-format.md §1) of a call's arguments, when they are
+// strict JSON with a canonical form (no floats); empty arguments count as {}.
+std::optional<std::string> canonicalArgumentsSha256(std::string_view arguments_json);
 
 // The common part of every tool_call trace entry.
 nlohmann::json traceBase(const TaskState& task, const ToolCall& call, std::string_view decision);

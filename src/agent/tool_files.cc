@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "agent/tool_common.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "policy/path_policy.h"
 
 namespace corral::agent::tools {

@@ -5,7 +5,7 @@
 
 #include "agent/sandbox_command.h"
 #include "agent/tool_common.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "policy/command_gate.h"
 #include "policy/git_gate.h"
 
@@ -67,7 +67,7 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
     }
   }
   json requested = {{"command", traceable(*command, 256)}, {"args", traceArgv(argv_in)}};
-  const policy::CommandDecision d = policy::gateCommand(task.manifest->executables, *command, argv_in);
+  const policy::CommandDecision d = policy::gateCommand(task.manifest->executables, *command, argv_in, task.manifest->literal_args);
   if (!d.allowed) return refuse(run, task, call, d.rule, d.reason, requested);
   json targs = {{"argv", traceArgv(d.argv)}};
 
@@ -92,7 +92,10 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
   const policy::Millis timeout = task.budget->commandTimeout(run.now());
   if (timeout.count() <= 0) return refuse(run, task, call, "budget.wall_time", "no wall time left for a command", targs);
 
-  auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout);
+  // The root task's commands share one workspace, kept from each command to the next; a
+  // spawned task's commands see its narrowed view and give back only its declared outputs.
+  const bool keep = task.id == "root";
+  auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout, keep);
   if (!spec.ok()) return refuse(run, task, call, "sandbox", spec.error().message(), targs);
   UniqueFd egress_channel;  // the sandbox's end; must outlive the command
   if (run.egress) {
@@ -102,8 +105,7 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
     spec->proxy.channel = egress_channel.get();
     for (std::string& kv : run.egress->sandboxEnvironment()) spec->env.push_back(std::move(kv));
   }
-  const uint64_t keep = task.manifest->budgets.max_output_bytes;
-  auto outcome = runSandboxed(std::move(*spec), keep);
+  auto outcome = runSandboxed(std::move(*spec), task.manifest->budgets.max_output_bytes, keep ? run.workspace->dirFd() : -1);
   egress_channel.reset();
   ++run.counters.commands;
   json entry = traceBase(task, call, "allow");
@@ -122,6 +124,11 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
   entry["wall_ms"] = static_cast<int64_t>(outcome->wall_ms);
   entry.update(streamJson(outcome->output.out, "stdout"));
   entry.update(streamJson(outcome->output.err, "stderr"));
+  if (outcome->kept) {
+    const MirrorStats& k = *outcome->kept;
+    entry["workspace_kept"] = {{"files", k.files}, {"links", k.links}, {"removed", k.removed}, {"skipped", k.skipped}};
+    if (k.skipped > 0) entry["workspace_kept"]["first_skip"] = traceable(k.first_skip, 512);
+  }
   // The manifest's outputs this command left (a list the operator sizes: bounded all the same).
   std::vector<std::string> present;
   std::vector<const sandbox::OutputResult*> by_index;
@@ -155,6 +162,8 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
                  {"stderr", outcome->output.err.kept}};
   if (outcome->output.out.truncated()) result["stdout_truncated_from_bytes"] = outcome->output.out.total;
   if (outcome->output.err.truncated()) result["stderr_truncated_from_bytes"] = outcome->output.err.total;
+  if (outcome->kept && outcome->kept->skipped > 0)
+    result["workspace_not_kept"] = std::to_string(outcome->kept->skipped) + " entries, first " + outcome->kept->first_skip;
   for (const sandbox::OutputResult& o : outcome->outputs)
     if (o.status == sandbox::OutputResult::Status::kRefused)
       result["refused_outputs"].push_back(o.path + ": " + o.reason);

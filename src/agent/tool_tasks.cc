@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // mailbox_send, mailbox_read, spawn and finish.
 #include "agent/tool_common.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::agent::tools {
 

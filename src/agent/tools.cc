@@ -3,7 +3,8 @@
 #include "agent/tools.h"
 
 #include "agent/tool_common.h"
-#include "audit/sha256.h"
+#include "audit/canonical_json.h"
+#include "base/sha256.h"
 #include "policy/manifest_fields.h"
 
 namespace corral::agent {
@@ -62,14 +63,27 @@ json boundedTraceList(const std::vector<std::string>& entries, size_t budget,
   return out;
 }
 
+std::optional<std::string> canonicalArgumentsSha256(std::string_view arguments_json) {
+  if (arguments_json.empty()) arguments_json = "{}";  // what handleToolCall reads it as
+  auto parsed = policy::manifest_fields::parseStrict(arguments_json, kMaxToolArgumentsBytes, "arguments");
+  if (!parsed.ok()) return std::nullopt;
+  auto canonical = audit::canonicalJson(*parsed);
+  if (!canonical.ok()) return std::nullopt;
+  return sha256Hex(*canonical);
+}
+
 json traceBase(const TaskState& task, const ToolCall& call, std::string_view decision) {
-  return json{{"task", task.id},
-              {"turn", task.turn},
-              {"call_id", traceable(call.id, 128)},
-              {"tool", traceable(call.name, 64)},
-              {"decision", decision},
-              {"args_bytes", call.arguments_json.size()},
-              {"args_sha256", audit::sha256Hex(call.arguments_json)}};
+  json out{{"task", task.id},
+           {"turn", task.turn},
+           {"call_id", traceable(call.id, 128)},
+           {"tool", traceable(call.name, 64)},
+           {"decision", decision},
+           {"args_bytes", call.arguments_json.size()},
+           {"args_sha256", sha256Hex(call.arguments_json)}};
+  // The model's bytes hash differently once a provider or transcript re-serialises them; the
+  // canonical form's hash matches a transcript's arguments however they were spelled.
+  if (auto c = canonicalArgumentsSha256(call.arguments_json)) out["args_canonical_sha256"] = *c;
+  return out;
 }
 
 Result<ToolResult> refuse(RunContext& run, const TaskState& task, const ToolCall& call, std::string_view rule,

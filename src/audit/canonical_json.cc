@@ -69,7 +69,10 @@ Result<void> appendString(std::string_view s, std::string& out) {
 
 Result<void> append(const nlohmann::json& v, std::string& out, int depth) {
   using T = nlohmann::json::value_t;
-  if (depth > kMaxJsonDepth) return invalid("nested deeper than " + std::to_string(kMaxJsonDepth));
+  // depth counts the containers around v: a container is one level more, a scalar none, so
+  // the rule reads the same whatever the innermost container holds (docs/audit-format.md §1).
+  if ((v.is_array() || v.is_object()) && depth >= kMaxJsonDepth)
+    return invalid("more than " + std::to_string(kMaxJsonDepth) + " levels of nested arrays and objects");
   switch (v.type()) {
     case T::null: out += "null"; return {};
     case T::boolean: out += v.get<bool>() ? "true" : "false"; return {};

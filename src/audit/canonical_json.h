@@ -15,7 +15,8 @@ namespace corral::audit {
 // Integers only, and only those an RFC 8785 (IEEE double) implementation prints exactly, so
 // any conforming canonicalizer reproduces our bytes.
 inline constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;
-// Nesting cap: the serializer recurses, and nothing in the record nests deeper than a few.
+// Nesting cap: at most this many arrays and objects nested one in another (the outermost is
+// level 1; scalars add no level). The serializer recurses, and the record nests a few deep.
 inline constexpr int kMaxJsonDepth = 32;
 
 // Object keys sorted by UTF-16 code units, no whitespace, minimal string escapes

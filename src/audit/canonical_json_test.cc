@@ -127,5 +127,19 @@ TEST(ParseCanonicalJson, RefusesDeepNesting) {
   EXPECT_TRUE(parseCanonicalJson(ok).ok());
 }
 
+// A level is one array or object; scalars add none. So 32 nested containers pass whatever
+// the innermost holds, and 33 fail even when the innermost is empty (before issue #19, 33
+// passed when empty and failed when holding a number).
+TEST(ParseCanonicalJson, NestingCountsContainersNotWhatTheInnermostHolds) {
+  auto nested = [](int n, const std::string& inner) {
+    return std::string(static_cast<size_t>(n), '[') + inner + std::string(static_cast<size_t>(n), ']');
+  };
+  for (const char* inner : {"", "1", "\"x\"", "{}"}) {
+    const int n = std::string_view(inner) == "{}" ? kMaxJsonDepth - 1 : kMaxJsonDepth;
+    EXPECT_TRUE(parseCanonicalJson(nested(n, inner)).ok()) << kMaxJsonDepth << " levels holding " << inner;
+    EXPECT_FALSE(parseCanonicalJson(nested(n + 1, inner)).ok()) << kMaxJsonDepth + 1 << " levels holding " << inner;
+  }
+}
+
 }  // namespace
 }  // namespace corral::audit

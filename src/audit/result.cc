@@ -11,7 +11,7 @@
 #include "audit/base64.h"
 #include "audit/canonical_json.h"
 #include "audit/record_dir.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 namespace corral::audit {
 namespace {

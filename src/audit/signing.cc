@@ -21,7 +21,7 @@
 #include <openssl/x509.h>
 
 #include "audit/record_dir.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/log.h"
 
 namespace corral::audit {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/result.h"
 
 namespace corral::audit {

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "audit/canonical_json.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/trace_chain.h"
 
 namespace corral::audit {

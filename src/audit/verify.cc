@@ -10,11 +10,13 @@
 #include <initializer_list>
 #include <optional>
 #include <string_view>
+#include <vector>
 
+#include "audit/body_outputs.h"
 #include "audit/canonical_json.h"
 #include "audit/record_dir.h"
 #include "audit/result.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/trace_chain.h"
 #include "base/open_beneath.h"
 #include "base/unique_fd.h"
@@ -24,20 +26,17 @@ namespace {
 
 std::string n(uint64_t v) { return std::to_string(v); }
 
-// 5. What the run applied to the workspace is still there as it wrote it. The body is
-// authentic by now (its hash is committed, and signed when a key was given); its paths are
-// still opened beneath the workspace only, never through a symlink, and never a FIFO's read.
-std::string checkOutputs(const std::string& workspace, const nlohmann::json& body, VerifyReport& rep) {
-  const auto it = body.find("outputs");
-  if (it == body.end() || !it->is_array()) return "";
+// 9. What the run applied to the workspace is still there as it wrote it. The body is
+// authentic by now (its hash is committed, and signed when a key was given) and its outputs
+// well-formed (parseBodyOutputs); their paths are still opened beneath the workspace only,
+// never through a symlink, and never a FIFO's read.
+std::string checkOutputs(const std::string& workspace, const std::vector<BodyOutput>& outputs, VerifyReport& rep) {
   UniqueFd ws(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!ws.valid()) return sysError("open workspace " + workspace).message();
-  for (const nlohmann::json& o : *it) {
-    if (!o.is_object() || o.value("applied", "") != "copied") continue;
-    const std::string path = o.value("path", "");
-    const std::string want = o.value("sha256", "");
-    if (path.empty() || !isSha256Hex(want)) return "result.json: an applied output without a path or sha256";
-    auto quoted = canonicalJson(nlohmann::json(path));  // one line, whatever the path holds
+  for (const BodyOutput& o : outputs) {
+    if (o.applied != "copied") continue;
+    const std::string& want = o.sha256;
+    auto quoted = canonicalJson(nlohmann::json(o.path));  // one line, whatever the path holds
     std::string what = "output ";
     what += quoted ? *quoted : "\"?\"";
     auto said = [&what](std::initializer_list<std::string_view> parts) {
@@ -47,16 +46,11 @@ std::string checkOutputs(const std::string& workspace, const nlohmann::json& bod
     };
     // The size the run copied back (records since session 13 carry it) is checked first, so
     // a file grown after the run, even a sparse one of terabytes, fails without being read.
-    std::optional<uint64_t> size;
-    if (const auto b = o.find("bytes"); b != o.end()) {
-      if (!b->is_number_unsigned()) return said({": \"bytes\" is not a size"});
-      size = b->get<uint64_t>();
-    }
-    const FileDigest d = sha256OfFileBeneath(ws.get(), path, size);
+    const FileDigest d = sha256OfFileBeneath(ws.get(), o.path, o.bytes);
     switch (d.status) {
       case FileDigest::Status::kOk: break;
       case FileDigest::Status::kSizeDiffers:
-        return said({" differs from what the run wrote (", n(*size), " bytes, now ", n(d.size),
+        return said({" differs from what the run wrote (", n(o.bytes.value_or(0)), " bytes, now ", n(d.size),
                      "): changed after the run (--record-only checks the record alone)"});
       case FileDigest::Status::kMissing:
         return said({" is missing from the workspace (the run wrote sha256 ", want, ")"});
@@ -104,7 +98,11 @@ std::string check(const std::string& workspace, const VerifyOptions& opt, Verify
 
   // 2. result.json and its commitments.
   auto bytes = readRecordFile(*dir, kResultFileName, kMaxResultBytes);
-  if (!bytes) return bytes.error().code() == ENOENT ? "no result.json (the run did not finish?)" : "result.json: " + bytes.error().message();
+  if (!bytes) {
+    if (bytes.error().code() == ENOENT) return "no result.json (the run did not finish?)";
+    const std::string m = bytes.error().message();  // "result.json is N bytes (limit 4194304)", "... is a symlink"
+    return m.starts_with("result.json") ? m : "result.json: " + m;
+  }
   auto result = parseResult(*bytes);
   if (!result) return result.error().message();
   const Commitments& c = result->commitments;
@@ -124,6 +122,10 @@ std::string check(const std::string& workspace, const VerifyOptions& opt, Verify
   if (!body) return "result.json: body: " + body.error().message();
   if (sha256Hex(*body) != c.result_body_sha256)
     return "result.json: body does not match commitments.result_body_sha256 (the body was changed or swapped)";
+  // 7. The body's outputs are well-formed: the body is hashed whatever it holds, but verify
+  // reads this part, so a malformed one fails rather than being skipped.
+  auto outputs = parseBodyOutputs(result->body);
+  if (!outputs) return "result.json: " + outputs.error().message();
 
   // 3. The signature.
   if (result->signature) {
@@ -145,7 +147,7 @@ std::string check(const std::string& workspace, const VerifyOptions& opt, Verify
   // 4. A head retained from elsewhere (printed at the end of the run, or published).
   if (opt.trusted_head && *opt.trusted_head != chain->head)
     return "trace head " + chain->head + " differs from the trusted head " + *opt.trusted_head;
-  if (opt.check_outputs) return checkOutputs(workspace, result->body, rep);
+  if (opt.check_outputs) return checkOutputs(workspace, *outputs, rep);
   return "";
 }
 

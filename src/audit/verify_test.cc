@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "audit/body_outputs.h"
 #include "audit/record_dir.h"
 #include "audit/result.h"
 #include "audit/trace.h"
@@ -72,6 +73,78 @@ TEST(VerifyRecord, SymlinkedFilesAreFailures) {
   ASSERT_EQ(::mkdir((ws.path() + "/.corral").c_str(), 0755), 0);
   ASSERT_EQ(::symlink(testing::tracePath(other.path()).c_str(), testing::tracePath(ws.path()).c_str()), 0);
   EXPECT_EQ(verifyWorkspace(ws.path()).failure, "trace.jsonl is a symlink");
+}
+
+// A record anyone can make (unsigned, body hash recomputed) whose body.outputs is malformed.
+// corral verify once aborted (SIGABRT, exit 134) on a non-string "applied", "path" or
+// "sha256", and skipped a null or object "outputs" silently (issue #19).
+VerifyReport verifyCraftedBody(const nlohmann::json& body, bool check_outputs) {
+  TempDir ws;
+  testing::writeFile(ws.path() + "/out.txt", "hello\n");
+  {
+    auto w = TraceWriter::openInWorkspace(ws.path());
+    EXPECT_TRUE(w.ok());
+    EXPECT_TRUE(w->append("run_start", nlohmann::json::object()).ok());
+    auto dir = openRecordDir(ws.path(), false);
+    EXPECT_TRUE(dir.ok());
+    EXPECT_TRUE(finishRecord(*dir, *w, sha256Hex("m"), body, nullptr).ok());
+  }
+  VerifyOptions o;
+  o.check_outputs = check_outputs;
+  auto r = verifyRecord(ws.path(), o);
+  EXPECT_TRUE(r.ok());
+  return r.ok() ? *r : VerifyReport{};
+}
+
+TEST(VerifyRecord, MalformedBodyOutputsFailWithOneLineAndNeverAbort) {
+  using nlohmann::json;
+  const std::string hello = sha256Hex("hello\n");
+  auto copied = [&](json patch) {
+    json o = {{"applied", "copied"}, {"bytes", 6}, {"path", "out.txt"}, {"sha256", hello}};
+    o.update(patch);
+    return json::array({o});
+  };
+  const struct {
+    json outputs;
+    std::string failure;
+  } cases[] = {
+      {copied({{"applied", 5}}), "result.json: body.outputs[0].applied is not one of copied, refused, withheld, missing"},
+      {copied({{"applied", json::array()}}), "result.json: body.outputs[0].applied is not one of copied, refused, withheld, missing"},
+      {copied({{"path", 7}}), "result.json: body.outputs[0].path is not a relative path in normal form"},
+      {copied({{"path", nullptr}}), "result.json: body.outputs[0].path is not a relative path in normal form"},
+      {copied({{"sha256", json::object()}}), "result.json: body.outputs[0].sha256 is not \"\" or 64 lowercase hex digits"},
+      {copied({{"bytes", "6"}}), "result.json: body.outputs[0].bytes is not a non-negative integer"},
+      {copied({{"bytes", true}}), "result.json: body.outputs[0].bytes is not a non-negative integer"},
+      {copied({{"changed", 1}}), "result.json: body.outputs[0].changed is not true or false"},
+      {copied({{"path", "./out.txt"}}), "result.json: body.outputs[0].path is not a relative path in normal form"},
+      {copied({{"path", "d/../out.txt"}}), "result.json: body.outputs[0].path is not a relative path in normal form"},
+      {copied({{"path", "d//out.txt"}}), "result.json: body.outputs[0].path is not a relative path in normal form"},
+      {nullptr, "result.json: body.outputs is not an array"},
+      {json::object(), "result.json: body.outputs is not an array"},
+      {"out.txt", "result.json: body.outputs is not an array"},
+      {json::array({7}), "result.json: body.outputs[0] is not an object"},
+  };
+  for (const auto& c : cases) {
+    for (bool check_outputs : {true, false}) {
+      const VerifyReport r = verifyCraftedBody({{"status", "finished"}, {"outputs", c.outputs}}, check_outputs);
+      EXPECT_FALSE(r.ok) << c.outputs.dump() << ": a malformed body passed";
+      EXPECT_EQ(r.failure, c.failure) << c.outputs.dump() << (check_outputs ? "" : " (--record-only)");
+    }
+  }
+  // Control: the same entry well-formed verifies, and is compared with the workspace.
+  const VerifyReport ok = verifyCraftedBody({{"status", "finished"}, {"outputs", copied(json::object())}}, true);
+  EXPECT_TRUE(ok.ok) << ok.failure;
+  EXPECT_EQ(ok.outputs_checked, 1u);
+}
+
+TEST(BodyOutputs, OnePathOneSpelling) {
+  for (const char* p : {"out.txt", "d/out.txt", "a/b/c", ".hidden", "caf\xc3\xa9", "..x", "x.."})
+    EXPECT_TRUE(isNormalOutputPath(p)) << p;
+  for (const char* p : {"", "/x", "./x", "x/.", "a/../x", "..", "a//x", "x/", ".corral", ".corral/x", "a\nb", "a\x7f",
+                        "\xff"})
+    EXPECT_FALSE(isNormalOutputPath(p)) << p;
+  EXPECT_FALSE(isNormalOutputPath(std::string(256, 'a')));
+  EXPECT_TRUE(isNormalOutputPath(std::string(255, 'a')));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/log.h"
 #include "net/lease_spec.h"
 #include "net/proxy_connection.h"
@@ -81,7 +81,7 @@ void Connection::handleLease(const std::string& name, const std::string& rest) {
   le.lease = ev_.lease;
   le.mode = "broker";
   le.method = methodText(parser_.head().method);
-  le.path_sha256 = audit::sha256Hex(rest);  // the path may carry data: only its hash is kept
+  le.path_sha256 = corral::sha256Hex(rest);  // the path may carry data: only its hash is kept
   lease_ev_ = std::move(le);
   const Lease* lease = broker.find(name);
   if (!lease) {
@@ -332,7 +332,7 @@ void Connection::reportLeaseEvents() {
     if (dest_) {
       le.host = dest_->host.text;
       le.port = dest_->port;
-      le.path_sha256 = audit::sha256Hex(dest_->origin_form);
+      le.path_sha256 = corral::sha256Hex(dest_->origin_form);
     }
     const bool suspect = std::any_of(suspects_.begin(), suspects_.end(), [&](const Suspect& s) { return s.lease == l; });
     if (!used) le.rule = suspect ? "lease-suspect" : "lease-echo-redacted";

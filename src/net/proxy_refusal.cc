@@ -3,7 +3,7 @@
 // close, log line, event.
 #include <string>
 
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "base/log.h"
 #include "net/proxy_connection.h"
 
@@ -54,7 +54,7 @@ int statusForRule(policy::egress::Rule rule) {
 
 std::string methodText(std::string_view method) {
   if (method.size() <= 32) return printable(method, 32);
-  return "sha256:" + audit::sha256Hex(method);
+  return "sha256:" + corral::sha256Hex(method);
 }
 
 std::string requestedText(std::string_view authority) {
@@ -64,7 +64,7 @@ std::string requestedText(std::string_view authority) {
     text = "[userinfo]@";
     authority.remove_prefix(at + 1);
   }
-  if (text.size() + authority.size() > 256) return "sha256:" + audit::sha256Hex(authority);
+  if (text.size() + authority.size() > 256) return "sha256:" + corral::sha256Hex(authority);
   return text + printable(authority, 256);
 }
 

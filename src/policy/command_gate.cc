@@ -56,13 +56,13 @@ bool tildeExpands(std::string_view s, size_t i) { return i == 0 || s[i - 1] == '
 
 // The first problem in one string, scanning left to right so the report names the first
 // offending character. Echoes at most that one character, never the text around it.
-std::optional<Problem> firstProblem(std::string_view s, bool metachars = true) {
+std::optional<Problem> firstProblem(std::string_view s, bool metachars = true, bool tab_newline = false) {
   for (size_t i = 0; i < s.size();) {
     size_t n = utf8Length(s, i);
     if (n == 0)
       return Problem{"utf8", "is not valid UTF-8 (byte " + std::to_string(i) + ")"};
     auto b = static_cast<unsigned char>(s[i]);
-    if (b < 0x20 || b == 0x7f)
+    if ((b < 0x20 || b == 0x7f) && !(tab_newline && (b == '\t' || b == '\n')))
       return Problem{"control", "contains control byte " + hexByte(b) + " at byte " + std::to_string(i)};
     // C1 controls (U+0080..U+009F, encoded C2 80..C2 9F): CSI and friends for terminals
     // that read the trace; no file name or message needs them.
@@ -92,7 +92,7 @@ std::string shortShown(std::string_view s) {
 
 }  // namespace
 
-CommandDecision checkArguments(const std::vector<std::string>& args) {
+CommandDecision checkArguments(const std::vector<std::string>& args, bool literal) {
   if (args.size() > kMaxArgs)
     return refuse("limit", std::to_string(args.size()) + " arguments, more than the limit of " + std::to_string(kMaxArgs));
   size_t total = 0;
@@ -105,7 +105,7 @@ CommandDecision checkArguments(const std::vector<std::string>& args) {
     total += a.size() + 1;  // counted as execve does, with its terminating NUL
     if (total > kMaxArgvBytes)
       return refuse("limit", "the arguments exceed " + std::to_string(kMaxArgvBytes) + " bytes in total");
-    if (auto p = firstProblem(a)) return refuse(p->rule, name + " " + p->what);
+    if (auto p = firstProblem(a, /*metachars=*/!literal, /*tab_newline=*/literal)) return refuse(p->rule, name + " " + p->what);
   }
   CommandDecision ok;
   ok.allowed = true;
@@ -115,7 +115,7 @@ CommandDecision checkArguments(const std::vector<std::string>& args) {
 }
 
 CommandDecision gateCommand(const std::vector<std::string>& allowed, std::string_view command,
-                            const std::vector<std::string>& args) {
+                            const std::vector<std::string>& args, const std::vector<std::string>& literal) {
   if (command.size() > kMaxArgBytes) return refuse("command", "the command is longer than " + std::to_string(kMaxArgBytes) + " bytes");
   // Metacharacters in the command need no rule of their own: no allowlisted basename has one.
   if (auto p = firstProblem(command, /*metachars=*/false)) return refuse("command", "the command " + p->what);
@@ -126,9 +126,13 @@ CommandDecision gateCommand(const std::vector<std::string>& allowed, std::string
   bool listed = std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) { return a == base; });
   if (!listed) return refuse("allowlist", "'" + shortShown(base) + "' is not an allowlisted command");
   if (base == "git") return gateGit(args);
-  CommandDecision d = checkArguments(args);
+  const bool marked = std::any_of(literal.begin(), literal.end(), [&](const std::string& a) { return a == base; });
+  CommandDecision d = checkArguments(args, marked);
+  if (!d.allowed && d.rule == "metachar")
+    d.reason += " (no shell runs commands; the manifest can list {\"name\": \"" + shortShown(base) +
+                "\", \"literal_args\": true} to pass them)";
   if (!d.allowed) return d;
-  d.rule = "allowlist";
+  d.rule = marked ? "allowlist.literal_args" : "allowlist";
   d.reason = "'" + shortShown(base) + "' is allowlisted";
   d.argv.reserve(args.size() + 1);
   d.argv.emplace_back(base);

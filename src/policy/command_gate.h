@@ -37,13 +37,17 @@ struct CommandDecision {
 // or when a size limit above is exceeded. When the basename is "git", gateGit() also decides.
 // '~' counts only where a shell would expand it (first byte, or right after '=' or ':'), so
 // git revisions such as HEAD~1 pass. docs/command-gate.md lists every rule.
+// literal: the basenames the manifest marked "literal_args": no shell is ever involved, so their
+// arguments reach them unchanged; for them the metacharacter rule is lifted and tab and newline
+// pass (code for `python3 -c`), while NUL and other control bytes, invalid UTF-8 and the size
+// limits still refuse. A metacharacter refusal of an unmarked program says how to opt in.
 CommandDecision gateCommand(const std::vector<std::string>& allowed, std::string_view command,
-                            const std::vector<std::string>& args);
+                            const std::vector<std::string>& args, const std::vector<std::string>& literal = {});
 
 // The argument rules above on their own, shared by gateCommand and gateGit. Refuses with the
 // first offending argument ("argument N" is args[N-1], i.e. argv[N]); otherwise returns an
 // allowed decision with empty argv.
-CommandDecision checkArguments(const std::vector<std::string>& args);
+CommandDecision checkArguments(const std::vector<std::string>& args, bool literal = false);
 
 inline constexpr std::string_view kShellMetachars = ";&|$`<>(){}[]*?!~\\'\"#";
 

@@ -136,7 +136,8 @@ TEST(CommandGate, ReasonsNeverEchoTheArgument) {
     auto d = run("ls", {a});
     ASSERT_FALSE(d.allowed);
     EXPECT_EQ(d.reason.find("corral-sentinel"), std::string::npos) << d.reason;
-    EXPECT_LE(d.reason.size(), 120u) << d.reason;
+    // 120, plus the literal_args opt-in a metacharacter refusal names (the program, never the argument).
+    EXPECT_LE(d.reason.size(), d.rule == "metachar" ? 200u : 120u) << d.reason;
   }
   auto d = run("/x/" + secret, {});
   ASSERT_FALSE(d.allowed);
@@ -152,6 +153,36 @@ TEST(CommandGate, GitGoesThroughTheGitGate) {
   expectRefused(run("git", {"-c", "core.pager=sh", "log"}), "git.global-option");
   // Only when git is allowlisted at all.
   expectRefused(gateCommand({"python3"}, "git", {"status"}), "allowlist");
+}
+
+}  // namespace
+}  // namespace corral::policy
+
+namespace corral::policy {
+namespace {
+
+// literal_args: the metacharacter rule is lifted for marked programs only, and the bytes pass
+// unchanged; unmarked programs are still refused, and told how the operator opts in.
+TEST(CommandGateLiteralArgs, AMarkedProgramGetsMetacharactersUnchanged) {
+  const std::vector<std::string> args = {"-c", "print(6*7); import os\nx = {'a': [1]} # $HOME `id` *?!~\\\"'\t"};
+  auto d = gateCommand(kAllowed, "python3", args, {"python3"});
+  ASSERT_TRUE(d.allowed) << d.reason;
+  EXPECT_EQ(d.rule, "allowlist.literal_args");
+  EXPECT_EQ(d.argv, (std::vector<std::string>{"python3", args[0], args[1]}));
+}
+
+TEST(CommandGateLiteralArgs, UnmarkedProgramsAreStillRefusedAndToldHowToOptIn) {
+  auto d = gateCommand(kAllowed, "ls", {"*.py"}, {"python3"});
+  expectRefused(d, "metachar", "{\"name\": \"ls\", \"literal_args\": true}");
+  expectRefused(gateCommand(kAllowed, "python3", {"-c", "print(1)"}), "metachar", "literal_args");
+}
+
+TEST(CommandGateLiteralArgs, ControlBytesUtf8AndLimitsStillRefuse) {
+  for (const std::string& a : {std::string("a\rb"), std::string("a\x1b[2J"), std::string("\xff"), std::string("a\0b", 3)})
+    EXPECT_FALSE(gateCommand(kAllowed, "python3", {a}, {"python3"}).allowed) << a;
+  EXPECT_FALSE(gateCommand(kAllowed, "python3", {std::string(kMaxArgBytes + 1, 'a')}, {"python3"}).allowed);
+  // git keeps its own gate even if a caller passed it as marked.
+  EXPECT_FALSE(gateCommand(kAllowed, "git", {"log", "$(id)"}, {"git"}).allowed);
 }
 
 }  // namespace

@@ -199,6 +199,36 @@ Result<NetworkSpec> parseNetwork(const Json& obj, const Where& w) {
   return n;
 }
 
+// "executables": each a basename, or {"name": basename, "literal_args": bool} for a program
+// whose arguments may hold shell metacharacters (docs/manifest.md). git has its own gate.
+Result<void> parseExecutables(const Json& arr, const Where& w, Manifest& m) {
+  if (!arr.is_array()) return w.error("must be an array of names or {\"name\", \"literal_args\"} objects");
+  if (arr.size() > kMaxListEntries) return w.error("more than " + std::to_string(kMaxListEntries) + " entries");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const Where at = w.at(i);
+    const Json* name = &arr[i];
+    bool literal = false;
+    if (arr[i].is_object()) {
+      RETURN_IF_ERROR(onlyKeys(arr[i], at, {"name", "literal_args"}));
+      name = field(arr[i], "name");
+      if (!name) return at.key("name").error("required");
+      if (const Json* l = field(arr[i], "literal_args")) {
+        if (!l->is_boolean()) return at.key("literal_args").error("must be true or false");
+        literal = l->get<bool>();
+      }
+    }
+    if (!name->is_string()) return at.error("must be a name or an object {\"name\": ..., \"literal_args\": true}");
+    auto checked = executable(name->get_ref<const std::string&>());
+    if (!checked.ok()) return at.error(checked.error().context());
+    if (std::find(m.executables.begin(), m.executables.end(), *checked) != m.executables.end())
+      return at.error("repeats an earlier entry");
+    if (literal && *checked == "git") return at.key("literal_args").error("git has its own gate (docs/command-gate.md); it cannot take literal arguments");
+    if (literal) m.literal_args.push_back(*checked);
+    m.executables.push_back(std::move(*checked));
+  }
+  return {};
+}
+
 Result<std::vector<CredentialSpec>> parseCredentials(const Json& arr, const Where& w) {
   if (!arr.is_array()) return w.error("must be an array of objects");
   if (arr.size() > kMaxListEntries) return w.error("more than " + std::to_string(kMaxListEntries) + " entries");
@@ -238,7 +268,7 @@ Result<Manifest> parseManifest(std::string_view bytes) {
   RETURN_IF_ERROR(readOptional(doc, root, "model", m.model, parseModel));
   RETURN_IF_ERROR(readOptional(doc, root, "inputs", m.inputs, listOf(inputPattern)));
   RETURN_IF_ERROR(readOptional(doc, root, "outputs", m.outputs, listOf(outputEntry)));
-  RETURN_IF_ERROR(readOptional(doc, root, "executables", m.executables, listOf(executable)));
+  if (const Json* e = field(doc, "executables")) RETURN_IF_ERROR(parseExecutables(*e, root.key("executables"), m));
   RETURN_IF_ERROR(readOptional(doc, root, "env", m.env, envList));
   RETURN_IF_ERROR(readOptional(doc, root, "network", m.network, parseNetwork));
   RETURN_IF_ERROR(readOptional(doc, root, "credentials", m.credentials, parseCredentials));

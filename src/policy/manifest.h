@@ -84,6 +84,9 @@ struct Manifest {
   std::vector<std::string> inputs;          // workspace-relative paths or globs (*, ?, **)
   std::vector<std::string> outputs;         // exact workspace-relative paths (policy::path::outputPath)
   std::vector<std::string> executables;     // basenames only
+  // The executables marked {"name": ..., "literal_args": true}: no shell is ever involved, so
+  // their arguments reach them unchanged (the command gate's metacharacter rule is lifted).
+  std::vector<std::string> literal_args;
   std::vector<std::string> env;             // "K=V" passed to every run command
   NetworkSpec network;
   std::vector<CredentialSpec> credentials;

@@ -122,6 +122,11 @@ Result<Manifest> attenuate(const Manifest& parent, const Remaining& left, std::s
   if (auto it = scope.find("executables"); it != scope.end()) {
     ASSIGN_OR_RETURN(child.executables, list(*it, root.key("executables"), executable));
     RETURN_IF_ERROR(subset(child.executables, parent.executables, root.key("executables"), "executables"));
+    // A scope names executables only: each keeps the parent's literal_args mark, never gains one.
+    std::vector<std::string> kept;
+    for (const std::string& e : parent.literal_args)
+      if (std::find(child.executables.begin(), child.executables.end(), e) != child.executables.end()) kept.push_back(e);
+    child.literal_args = std::move(kept);
   }
   if (auto it = scope.find("env"); it != scope.end()) {
     ASSIGN_OR_RETURN(child.env, envList(*it, root.key("env")));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // manifestToCanonicalJson: every field with its default filled in, in the input schema, so
 // that parseManifest(manifestToCanonicalJson(m)) == m.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "policy/manifest.h"
@@ -64,7 +66,12 @@ std::string manifestToCanonicalJson(const Manifest& m) {
   j["model"] = model(m.model);
   j["inputs"] = m.inputs;
   j["outputs"] = m.outputs;
-  j["executables"] = m.executables;
+  Json executables = Json::array();
+  for (const std::string& e : m.executables) {
+    const bool literal = std::find(m.literal_args.begin(), m.literal_args.end(), e) != m.literal_args.end();
+    executables.push_back(literal ? Json{{"literal_args", true}, {"name", e}} : Json(e));
+  }
+  j["executables"] = std::move(executables);
   j["env"] = m.env;
   j["network"] = Json{{"allow", m.network.allow}};
   j["credentials"] = credentials(m.credentials);

@@ -195,7 +195,8 @@ Result<void> readBudgets(const Json& obj, const Where& w, Budgets& b, bool prese
     present[i] = obj.contains(std::string(kBudgetKeys[i]));
     return present[i];
   };
-  auto at = [&](size_t i) -> const Json& { return obj.at(std::string(kBudgetKeys[i])); };
+  // Called only after has(i): find() cannot be end(), and nothing here can throw.
+  auto at = [&](size_t i) -> const Json& { return *obj.find(std::string(kBudgetKeys[i])); };
   auto where = [&](size_t i) { return w.key(kBudgetKeys[i]); };
   if (has(0)) {
     ASSIGN_OR_RETURN(uint64_t v, integer(at(0), where(0), kMaxTurns.lo, kMaxTurns.hi));

@@ -272,7 +272,7 @@ TEST(ParseManifest, WrongTypesAreRefused) {
       {"/inputs", "src/**", "inputs: must be an array of strings"},
       {"/inputs", Json::array({1}), "inputs[0]: must be a string"},
       {"/outputs", Json::object(), "outputs: must be an array"},
-      {"/executables", Json::array({Json::array()}), "executables[0]: must be a string"},
+      {"/executables", Json::array({Json::array()}), "executables[0]: must be a name or an object"},
       {"/env", Json::object({{"A", "1"}}), "env: must be an array"},
       {"/network", Json::array(), "network: must be a JSON object"},
       {"/network/allow", "https://h", "network.allow: must be an array"},
@@ -687,6 +687,36 @@ TEST(ManifestDocs, SchemaIsJsonAndClosesEveryObject) {
   for (const auto& [k, v] : schema.at("properties").items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"budgets", "credentials", "env", "executables", "inputs", "model",
                                             "network", "outputs", "sandbox", "task", "version"}));
+}
+
+}  // namespace
+}  // namespace corral::policy
+
+namespace corral::policy {
+namespace {
+
+TEST(ParseManifestLiteralArgs, MarkedExecutablesParseRoundTripAndNarrow) {
+  Json j = minimal();
+  j["executables"] = Json::array({"git", {{"name", "python3"}, {"literal_args", true}}, {{"name", "ls"}, {"literal_args", false}}});
+  auto m = parse(j);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->executables, (std::vector<std::string>{"git", "python3", "ls"}));
+  EXPECT_EQ(m->literal_args, (std::vector<std::string>{"python3"}));
+  const std::string canon = manifestToCanonicalJson(*m);
+  EXPECT_NE(canon.find(R"("executables":["git",{"literal_args":true,"name":"python3"},"ls"])"), std::string::npos) << canon;
+  auto again = parseManifest(canon);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(*again, *m);
+}
+
+TEST(ParseManifestLiteralArgs, BadShapesAreRefused) {
+  refuseWith("/executables", Json::array({{{"name", "python3"}, {"literal_args", 1}}}), "literal_args|must be true or false");
+  refuseWith("/executables", Json::array({{{"name", "python3"}, {"shell", true}}}), "unknown field");
+  refuseWith("/executables", Json::array({{{"literal_args", true}}}), "name|required");
+  refuseWith("/executables", Json::array({{{"name", "/usr/bin/python3"}, {"literal_args", true}}}), "is a path");
+  refuseWith("/executables", Json::array({{{"name", "git"}, {"literal_args", true}}}), "git has its own gate");
+  refuseWith("/executables", Json::array({"python3", {{"name", "python3"}, {"literal_args", true}}}), "repeats an earlier entry");
+  refuseWith("/executables", Json::array({7}), "must be a name");
 }
 
 }  // namespace

@@ -496,6 +496,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
     else report.killed_by = KilledBy::kSignal;
   }
 
+  if (options.after_command && out.status && WIFEXITED(*out.status) && ws_root.valid()) options.after_command(ws_root.get());
   if (!spec.outputs.empty()) {
     if (out.status && WIFEXITED(*out.status) && spec.workspace) {
       report.outputs = workspace::copyBack(ws_root.get(), host_ws.get(), spec.outputs);

@@ -30,6 +30,10 @@ struct RunOptions {
     int signals;  // as before_command's
   };
   std::function<void(const SessionIo&)> session;
+  // Called once the command exited normally and every sandbox process is gone, with the fd of
+  // the sandbox's /workspace, before the declared outputs are copied back: `corral run` keeps a
+  // root task's work for its next command this way (agent/workspace_mirror.h).
+  std::function<void(int ws_root)> after_command;
 };
 
 // argv[0] against PATH (from env, else the default), in execvp's order.

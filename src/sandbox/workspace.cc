@@ -30,6 +30,15 @@ const char* kindOf(mode_t mode) {
   return "not a regular file";
 }
 
+// Why a host entry that is not a regular file stops an output: it is never followed (a symlink
+// to another host file would be written through) and never replaced (the operator put it
+// there; replacing it would destroy it), so it is refused and stays as it was.
+std::string inTheWay(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory is in the way on the host";
+  if (S_ISLNK(mode)) return "a symlink is in the way on the host (never followed, never replaced)";
+  return std::string("a ") + kindOf(mode) + " is in the way on the host (never opened, never replaced)";
+}
+
 // A directory copy-back made on the host, removed again if the outputs are withheld.
 struct MadeDir {
   UniqueFd parent;
@@ -123,6 +132,10 @@ void check(int ws_root, int host_root, Pending& p) {
     const std::string comp = rel.substr(start, slash - start);
     UniqueFd next(openBeneath(dir.get(), comp.c_str(), O_PATH | O_DIRECTORY));
     if (!next.valid()) {
+      if (errno == ELOOP) {
+        r.reason = "host directory " + comp + " is a symlink (never followed, never replaced)";
+        return;
+      }
       if (errno != ENOENT) {
         r.reason = "host directory " + comp + ": " + std::strerror(errno);
         return;
@@ -142,8 +155,8 @@ void check(int ws_root, int host_root, Pending& p) {
   struct stat existing;
   const std::string name = lastComponent(rel);
   if (::fstatat(dir.get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISDIR(existing.st_mode)) {
-      r.reason = "a directory is in the way on the host";
+    if (!S_ISREG(existing.st_mode)) {
+      r.reason = inTheWay(existing.st_mode);
       return;
     }
     if (S_ISREG(existing.st_mode) && lockedByAttributes(dir.get(), name.c_str(), O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)) {
@@ -223,8 +236,8 @@ bool place(Pending& p) {
   };
   struct stat st {};
   const bool there = ::fstatat(dir, p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-  if (there && S_ISDIR(st.st_mode)) {  // put there since phase 1
-    refuse(p.result, "a directory is in the way on the host");
+  if (there && !S_ISREG(st.st_mode)) {  // put there since phase 1
+    refuse(p.result, inTheWay(st.st_mode));
     return false;
   }
   if (!there && errno == ENOENT) {
@@ -251,9 +264,9 @@ bool place(Pending& p) {
     const std::string aside = tempName();
     if (::renameat(dir, p.name.c_str(), dir, aside.c_str()) != 0) return fail("rename on host: ", errno);
     struct stat moved {};
-    if (::fstatat(dir, aside.c_str(), &moved, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(moved.st_mode)) {
-      (void)::renameat(dir, aside.c_str(), dir, p.name.c_str());  // a directory is never moved aside
-      refuse(p.result, "a directory is in the way on the host");
+    if (::fstatat(dir, aside.c_str(), &moved, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(moved.st_mode)) {
+      (void)::renameat(dir, aside.c_str(), dir, p.name.c_str());  // only a regular file is ever moved aside
+      refuse(p.result, inTheWay(moved.st_mode));
       return false;
     }
     if (::renameat(dir, p.tmp.c_str(), dir, p.name.c_str()) != 0) {
@@ -266,12 +279,12 @@ bool place(Pending& p) {
   } else {
     return fail("rename on host: ", errno);
   }
-  // A directory put there in the instant since the check above would now sit at the temp name
-  // (a plain rename over it would have failed): put it back and refuse.
+  // Anything but a regular file put there in the instant since the check above (a directory,
+  // a symlink) would now sit at the temp name: put it back and refuse.
   struct stat old {};
-  if (::fstatat(dir, p.tmp.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode)) {
+  if (::fstatat(dir, p.tmp.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(old.st_mode)) {
     unplace(p);
-    refuse(p.result, "a directory is in the way on the host");
+    refuse(p.result, inTheWay(old.st_mode));
     return false;
   }
   return true;

@@ -8,7 +8,7 @@
 #include "audit/canonical_json.h"
 #include "audit/record_dir.h"
 #include "audit/result.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/trace.h"
 #include "audit/trace_chain.h"
 #include "audit_fixture.h"

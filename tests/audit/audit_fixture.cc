@@ -16,7 +16,7 @@
 
 #include "audit/record_dir.h"
 #include "audit/result.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/trace.h"
 
 namespace corral::audit::testing {
@@ -100,7 +100,7 @@ void writeSampleRecord(const std::string& workspace, int entries, const SigningK
   }
   auto dir = openRecordDir(workspace, false);
   ASSERT_TRUE(dir.ok()) << dir.error().message();
-  nlohmann::json body = {{"status", "finished"}, {"summary_sha256", sha256Hex("summary")}, {"outputs", {"src/fix.c"}}};
+  nlohmann::json body = {{"status", "finished"}, {"summary_sha256", sha256Hex("summary")}, {"outputs", nlohmann::json::array({{{"path", "src/fix.c"}, {"sha256", ""}}})}};
   auto done = finishRecord(*dir, *w, manifest_hash, body, key);
   ASSERT_TRUE(done.ok()) << done.error().message();
 }

@@ -302,6 +302,116 @@ def main() -> int:
             check(r.returncode == 1 and r.stderr == f"corral: verify: {want}\n",
                   f"{name}: corral verify rejects with the same message (rc {r.returncode}: {r.stderr.strip()!r})")
 
+        # The points an implementer working from docs/audit-format.md alone once disagreed on
+        # (issue #19): each record is unsigned and consistent (anyone can make one), and both
+        # verifiers must give the same verdict, with the same message where one is named.
+        def rebody(ws, body):
+            doc = result_of(ws)
+            doc.pop("signature", None)
+            doc["body"] = body
+            doc["commitments"]["result_body_sha256"] = va.sha256_hex(va.canonical_bytes(body))
+            write_result(ws, doc)
+
+        hello = va.sha256_hex(b"hello\n")
+        def copied(path, **extra):
+            return dict({"applied": "copied", "bytes": 6, "path": path, "sha256": hello}, **extra)
+        body_cases = [
+            ("OutputsNull", None, "result.json: body.outputs is not an array"),
+            ("OutputsAnObject", {"path": "out.txt"}, "result.json: body.outputs is not an array"),
+            ("OutputEntryNotAnObject", [7], "result.json: body.outputs[0] is not an object"),
+            ("AppliedNotAString", [dict(copied("out.txt"), applied=5)],
+             "result.json: body.outputs[0].applied is not one of copied, refused, withheld, missing"),
+            ("PathNotAString", [dict(copied("out.txt"), path=7)],
+             "result.json: body.outputs[0].path is not a relative path in normal form"),
+            ("Sha256NotAString", [dict(copied("out.txt"), sha256=[1])],
+             "result.json: body.outputs[0].sha256 is not \"\" or 64 lowercase hex digits"),
+            ("BytesTrueIsNotAnInteger", [dict(copied("out.txt"), bytes=True)],
+             "result.json: body.outputs[0].bytes is not a non-negative integer"),
+            ("UnknownOutputField", [dict(copied("out.txt"), mode=420)],
+             "result.json: body.outputs[0] has an unknown field (allowed: applied bytes changed path sha256)"),
+            ("RepeatedOutputPath", [copied("out.txt"), copied("out.txt")],
+             "result.json: body.outputs[1].path repeats an earlier entry's path"),
+            ("CopiedWithoutHash", [dict(copied("out.txt"), sha256="")],
+             "result.json: body.outputs[0] was copied but has no sha256"),
+            ("OutputChangedAfterTheRun", [dict(copied("out.txt"), sha256=va.sha256_hex(b"other"))],
+             f"output \"out.txt\" differs from what the run wrote (sha256 {va.sha256_hex(b'other')}, now {hello}): "
+             "changed after the run (--record-only checks the record alone)"),
+            ("OutputMissing", [copied("gone.txt")],
+             f"output \"gone.txt\" is missing from the workspace (the run wrote sha256 {hello})"),
+        ]
+        for spelling in ("./out.txt", "d/../out.txt", "d//out.txt", "d/", "/out.txt", ".corral/x", "a\x7fb"):
+            body_cases.append((f"PathNotNormal {spelling!r}", [copied(spelling)],
+                               "result.json: body.outputs[0].path is not a relative path in normal form"))
+        for name, outputs, want in body_cases:
+            ws = ctx.fresh(good)
+            with open(os.path.join(ws, "out.txt"), "wb") as f:
+                f.write(b"hello\n")
+            rebody(ws, {"status": "finished", "outputs": outputs})
+            ok, msg = py_verify(ws)
+            check(not ok and msg == want, f"{name}: independent verifier rejects: {msg!r}")
+            r = ctx.corral_verify(ws)
+            check(r.returncode == 1 and r.stderr == f"corral: verify: {want}\n",
+                  f"{name}: corral verify rejects with the same message (rc {r.returncode}: {r.stderr.strip()!r})")
+        # Controls: a well-formed applied output passes both and is counted; without outputs
+        # the body needs none.
+        for outputs, n in (([copied("out.txt", changed=True), {"path": "d/never.txt", "sha256": ""}], 1), (None, 0)):
+            ws = ctx.fresh(good)
+            with open(os.path.join(ws, "out.txt"), "wb") as f:
+                f.write(b"hello\n")
+            rebody(ws, {"status": "finished"} if outputs is None else {"status": "finished", "outputs": outputs})
+            try:
+                got = va.verify(ws)["outputs_checked"]
+            except va.Failed as e:
+                got = str(e)
+            r = ctx.corral_verify(ws, None, None, "--json")
+            j = json.loads(r.stdout) if r.stdout else {}
+            check(got == n and r.returncode == 0 and j.get("outputs_checked") == n,
+                  f"control: outputs {outputs!r:.60} verify in both, {n} compared (py {got!r}, corral rc {r.returncode})")
+
+        # Nesting: a level is an array or object; the result's top level is level 1 and its body
+        # level 2, so 30 more levels inside the body pass and 31 fail, whatever the innermost holds.
+        for levels, inner, accept in ((30, b"", True), (30, b"1", True), (31, b"", False), (31, b"1", False)):
+            ws = ctx.fresh(good)
+            deep = b"[" * levels + inner + b"]" * levels
+            doc = result_of(ws)
+            doc.pop("signature", None)
+            doc["body"] = {"status": "finished", "x": "PLACEHOLDER"}
+            body_bytes = va.canonical_bytes(doc["body"]).replace(b'"PLACEHOLDER"', deep)
+            doc["commitments"]["result_body_sha256"] = va.sha256_hex(body_bytes)
+            with open(os.path.join(ws, ".corral", "result.json"), "wb") as f:
+                f.write(va.canonical_bytes(doc).replace(b'"PLACEHOLDER"', deep) + b"\n")
+            ok, msg = py_verify(ws, None, None, None)
+            r = ctx.corral_verify(ws)
+            what = f"{levels} levels in the body holding {inner.decode() or 'nothing'}"
+            check(ok == accept and (r.returncode == 0) == accept,
+                  f"nesting, {what}: both {'accept' if accept else 'reject'} (py {msg!r}, corral {r.stderr.strip()!r})")
+
+        # The 4 MiB cap on result.json, newline included, in both.
+        for pad, accept in ((4 * 1024 * 1024 - 1000, True), (4 * 1024 * 1024, False)):
+            ws = ctx.fresh(good)
+            rebody(ws, {"status": "finished", "pad": "a" * pad})
+            size = os.path.getsize(os.path.join(ws, ".corral", "result.json"))
+            ok, msg = py_verify(ws)
+            r = ctx.corral_verify(ws)
+            want = f"result.json is {size} bytes (limit {4 * 1024 * 1024})"
+            if accept:
+                check(ok and r.returncode == 0, f"a result.json of {size} bytes passes both ({msg!r}, {r.stderr.strip()!r})")
+            else:
+                check(not ok and msg == want and r.stderr == f"corral: verify: {want}\n",
+                      f"a result.json of {size} bytes fails both with {want!r} (py {msg!r}, corral {r.stderr.strip()!r})")
+
+        # An integer is never true or false (Python's True == 1).
+        ws = ctx.fresh(good)
+        doc = result_of(ws)
+        doc.pop("signature", None)
+        doc["commitments"]["trace_count"] = True
+        write_result(ws, doc)
+        want = "result.json: commitments.trace_count is not a non-negative integer"
+        ok, msg = py_verify(ws)
+        r = ctx.corral_verify(ws)
+        check(not ok and msg == want and r.stderr == f"corral: verify: {want}\n",
+              f"trace_count true: both reject with {want!r} (py {msg!r}, corral {r.stderr.strip()!r})")
+
         # Non-canonical spellings: both reject (the messages name different parser details).
         for name, damage in [("DuplicateKey", edit_line(1, b'{"data":{', b'{"data":{"a":1,"a":1,')),
                              ("WhitespaceInLine", edit_line(1, b'"seq":1', b'"seq": 1')),

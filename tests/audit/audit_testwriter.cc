@@ -10,7 +10,7 @@
 
 #include "audit/record_dir.h"
 #include "audit/result.h"
-#include "audit/sha256.h"
+#include "base/sha256.h"
 #include "audit/signing.h"
 #include "audit/trace.h"
 
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): a test 
     if (i == 0) type = "run_start", data = {{"corral", "0.1.0"}, {"apply", true}};
     else if (i == 1) type = "manifest", data = {{"sha256", manifest_sha256}};
     else if (i == entries - 1) type = "run_end", data = {{"status", "finished"}};
-    else if (i % 4 == 0) type = "refusal", data = {{"tool", "run"}, {"reason", "\"curl\" is not an allowed executable"}};
+    else if (i % 4 == 0) data = {{"tool", "run"}, {"decision", "refuse"}, {"rule", "allowlist"}, {"reason", "\"curl\" is not an allowed executable"}};
     else
       data = {{"tool", "run"},   {"argv", {"make", "test"}}, {"exit", i % 3},
               {"stdout_bytes", 40 * i}, {"stdout_sha256", sha256Hex(std::to_string(i))},

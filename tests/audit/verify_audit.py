@@ -3,7 +3,7 @@
 # An independent verifier of corral audit records, written from docs/audit-format.md alone.
 """Verify WORKSPACE/.corral (trace.jsonl + result.json) without corral's code.
 
-  verify_audit.py WORKSPACE [--public-key PEM] [--trusted-head HEX]
+  verify_audit.py WORKSPACE [--public-key PEM] [--trusted-head HEX] [--record-only]
 
 Python 3 standard library plus the `openssl` command line (for Ed25519). Exit 0 verified,
 1 verification failed, 2 bad usage. Messages follow docs/audit-format.md section 5.
@@ -25,6 +25,9 @@ ZERO = "0" * 64
 MAX_LINE = 65536
 MAX_STRING = 4096
 MAX_DEPTH = 32
+MAX_RESULT = 4 * 1024 * 1024
+APPLIED = {"copied", "refused", "withheld", "missing"}
+OUTPUT_FIELDS = {"applied", "bytes", "changed", "path", "sha256"}
 MAX_INT = 2**53 - 1
 TRACE_FIELDS = {"data", "prev", "seq", "ts_ms", "type", "v"}
 
@@ -38,15 +41,16 @@ class Failed(Exception):
 
 
 def canonical(v, depth: int = 0) -> str:
-    if depth > MAX_DEPTH:
-        raise ValueError("nested too deep")
+    """depth: the arrays and objects around v. A container is one level; scalars add none."""
+    if isinstance(v, (list, dict)) and depth >= MAX_DEPTH:
+        raise ValueError(f"more than {MAX_DEPTH} levels of nested arrays and objects")
     if v is None:
         return "null"
     if v is True:
         return "true"
     if v is False:
         return "false"
-    if isinstance(v, int):
+    if type(v) is int:  # never bool (True == 1), never a subclass
         if not -MAX_INT <= v <= MAX_INT:
             raise ValueError("integer out of range")
         return str(v)
@@ -99,7 +103,102 @@ def is_hash(v) -> bool:
 
 
 def is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return type(v) is int  # json gives bool for true/false, and True == 1 in Python
+
+
+def is_normal_path(p) -> bool:
+    """Section 3.1: one spelling per path."""
+    if not isinstance(p, str) or not p:
+        return False
+    try:
+        b = p.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    if len(b) > 4096 or any(c < 0x20 or c == 0x7F for c in b):
+        return False
+    parts = p.split("/")
+    if parts[0] == ".corral":
+        return False
+    return all(x not in ("", ".", "..") and len(x.encode("utf-8")) <= 255 for x in parts)
+
+
+def check_body_outputs(body: dict) -> list:
+    """Section 3.1. Returns the entries; raises Failed."""
+    if "outputs" not in body:
+        return []
+    outs = body["outputs"]
+    if not isinstance(outs, list):
+        raise Failed("result.json: body.outputs is not an array")
+    seen = set()
+    for i, o in enumerate(outs):
+        w = f"result.json: body.outputs[{i}]"
+        if not isinstance(o, dict):
+            raise Failed(f"{w} is not an object")
+        if not set(o) <= OUTPUT_FIELDS:
+            raise Failed(f"{w} has an unknown field (allowed: applied bytes changed path sha256)")
+        if not is_normal_path(o.get("path")):
+            raise Failed(f"{w}.path is not a relative path in normal form")
+        if o["path"] in seen:
+            raise Failed(f"{w}.path repeats an earlier entry's path")
+        seen.add(o["path"])
+        sha = o.get("sha256")
+        if not isinstance(sha, str) or not (sha == "" or is_hash(sha)):
+            raise Failed(f"{w}.sha256 is not \"\" or 64 lowercase hex digits")
+        if "applied" in o and (not isinstance(o["applied"], str) or o["applied"] not in APPLIED):
+            raise Failed(f"{w}.applied is not one of copied, refused, withheld, missing")
+        if "changed" in o and not isinstance(o["changed"], bool):
+            raise Failed(f"{w}.changed is not true or false")
+        if "bytes" in o and not (is_int(o["bytes"]) and o["bytes"] >= 0):
+            raise Failed(f"{w}.bytes is not a non-negative integer")
+        if o.get("applied") == "copied" and sha == "":
+            raise Failed(f"{w} was copied but has no sha256")
+    return outs
+
+
+def open_beneath(workspace: str, path: str) -> int:
+    """Opens path beneath workspace, never through a symlink; O_NONBLOCK so a FIFO is not waited on."""
+    parts = path.split("/")
+    d = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for comp in parts[:-1]:
+            nd = os.open(comp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=d)
+            os.close(d)
+            d = nd
+        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=d)
+    finally:
+        os.close(d)
+
+
+def check_outputs_in_workspace(workspace: str, outs: list) -> int:
+    """Section 5, step 10. Returns how many applied outputs matched; raises Failed."""
+    matched = 0
+    for o in outs:
+        if o.get("applied") != "copied":
+            continue
+        what = "output " + canonical(o["path"])
+        try:
+            fd = open_beneath(workspace, o["path"])
+        except FileNotFoundError:
+            raise Failed(f"{what} is missing from the workspace (the run wrote sha256 {o['sha256']})") from None
+        except OSError:  # ELOOP, ENOTDIR: a symlink on the way, or a file where a directory was
+            raise Failed(f"{what} resolves outside the workspace or through a symlink") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Failed(f"{what} is not a regular file")
+            if "bytes" in o and st.st_size != o["bytes"]:
+                raise Failed(f"{what} differs from what the run wrote ({o['bytes']} bytes, now {st.st_size}): "
+                             "changed after the run (--record-only checks the record alone)")
+            h = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 16):
+                h.update(chunk)
+        finally:
+            os.close(fd)
+        if h.hexdigest() != o["sha256"]:
+            raise Failed(f"{what} differs from what the run wrote (sha256 {o['sha256']}, now {h.hexdigest()}): "
+                         "changed after the run (--record-only checks the record alone)")
+        matched += 1
+    return matched
 
 
 def long_string(v, path: str):
@@ -188,6 +287,8 @@ def verify_trace(raw: bytes) -> tuple[int, str]:
 
 
 def parse_result(raw: bytes) -> dict:
+    if len(raw) > MAX_RESULT:
+        raise Failed(f"result.json is {len(raw)} bytes (limit {MAX_RESULT})")
     if not raw.endswith(b"\n"):
         raise Failed("result.json: does not end in a newline (truncated?)")
     try:
@@ -276,7 +377,7 @@ def read_regular(path: str, name: str) -> bytes:
 
 
 def verify(workspace: str, public_key: str | None = None, trusted_head: str | None = None,
-           fingerprint: str | None = None) -> dict:
+           fingerprint: str | None = None, check_outputs: bool = True) -> dict:
     """Raises Failed. Returns what was established."""
     rec = os.path.join(workspace, ".corral")
     if not os.path.lexists(rec):
@@ -299,6 +400,7 @@ def verify(workspace: str, public_key: str | None = None, trusted_head: str | No
     if sha256_hex(canonical_bytes(doc["body"])) != c["result_body_sha256"]:
         raise Failed("result.json: body does not match commitments.result_body_sha256 "
                      "(the body was changed or swapped)")
+    outs = check_body_outputs(doc["body"])
     signature = "not_checked" if "signature" in doc else "absent"
     if public_key is not None:
         if "signature" not in doc:
@@ -314,8 +416,9 @@ def verify(workspace: str, public_key: str | None = None, trusted_head: str | No
         signature = "valid"
     if trusted_head is not None and trusted_head != head:
         raise Failed(f"trace head {head} differs from the trusted head {trusted_head}")
+    matched = check_outputs_in_workspace(workspace, outs) if check_outputs else 0
     return {"trace_count": count, "trace_head": head, "signature": signature,
-            "manifest_sha256": c["manifest_sha256"]}
+            "manifest_sha256": c["manifest_sha256"], "outputs_checked": matched}
 
 
 def main(argv: list[str]) -> int:
@@ -323,6 +426,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("workspace")
     ap.add_argument("--public-key")
     ap.add_argument("--trusted-head")
+    ap.add_argument("--record-only", action="store_true")
     a = ap.parse_args(argv)
     if not os.path.isdir(a.workspace):
         print(f"verify_audit: workspace {a.workspace} is not a directory", file=sys.stderr)
@@ -338,7 +442,8 @@ def main(argv: list[str]) -> int:
             print(f"verify_audit: {e}", file=sys.stderr)
             return 2
     try:
-        r = verify(a.workspace, a.public_key, a.trusted_head and a.trusted_head.lower(), fingerprint)
+        r = verify(a.workspace, a.public_key, a.trusted_head and a.trusted_head.lower(), fingerprint,
+                   not a.record_only)
     except Failed as e:
         print(f"verify_audit: {e}", file=sys.stderr)
         return 1

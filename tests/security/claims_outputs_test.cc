@@ -170,6 +170,39 @@ TEST(OutputsNoLinkFollow, HostSymlinkAtTheDestinationIsNotFollowed) {
   EXPECT_EQ(outside.read("victim"), "host-secret") << claim("outputs.no-link-follow", "copy-back wrote through a host symlink") << r.describe();
 }
 
+// The operator's symlink at a declared output's host path is refused with its reason, like a
+// symlinked parent directory: never followed, and never replaced by a regular file (before
+// issue #19 it was silently replaced and reported copied).
+TEST(OutputsNoLinkFollow, HostSymlinkAtTheDestinationIsRefusedAndKept) {
+  for (const char* output : {"out", "d/out"}) {
+    SCOPED_TRACE(output);
+    TempDir ws("ws"), outside("outside");
+    outside.write("victim", "host-secret");
+    const bool parent = std::string(output) == "d/out";
+    if (parent) std::filesystem::create_directory_symlink(outside.path(), ws / "d");
+    else std::filesystem::create_symlink(outside / "victim", ws / "out");
+    RunResult r = runShell(ws, {"--output", output}, parent ? "rm -f d && mkdir d && echo pwned > d/out" : "rm -f out && echo pwned > out");
+    auto entry = outputEntry(r, output);
+    EXPECT_EQ(r.exit_code, 125) << claim("outputs.no-link-follow", "a refused output must fail the run") << r.describe();
+    EXPECT_EQ(entry.value("status", ""), "refused") << claim("outputs.no-link-follow", "host symlink not refused") << r.describe();
+    EXPECT_NE(entry.value("reason", "").find("symlink"), std::string::npos) << "the refusal must say why" << r.describe();
+    const std::filesystem::path link = parent ? ws / "d" : ws / "out";
+    EXPECT_TRUE(std::filesystem::is_symlink(link)) << claim("outputs.no-link-follow", "the operator's symlink was destroyed");
+    EXPECT_EQ(outside.read("victim"), "host-secret") << claim("outputs.no-link-follow", "copy-back wrote through a host symlink");
+    EXPECT_FALSE(outside.exists("out"));
+  }
+}
+
+// Control: with a regular file at the host path, the same command's output replaces it.
+TEST(OutputsNoLinkFollow, ControlHostRegularFileAtTheDestinationIsReplaced) {
+  TempDir ws("ws");
+  ws.write("out", "old");
+  RunResult r = runShell(ws, {"--output", "out"}, "echo new > out");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(outputEntry(r, "out").value("status", ""), "copied") << r.describe();
+  EXPECT_EQ(ws.read("out"), "new\n");
+}
+
 TEST(OutputsNoLinkFollow, HostSymlinkedParentDirectoryIsNotFollowed) {
   TempDir ws("ws"), outside("outside");
   std::filesystem::create_directory_symlink(outside.path(), ws / "d");

@@ -17,6 +17,15 @@ namespace {
 
 using nlohmann::json;
 
+// SHA-256 (hex) of bytes, by the host's sha256sum: the tests check corral's hashes with
+// another implementation.
+std::string sha256Hex(const std::string& bytes) {
+  TempDir d("sha");
+  d.write("x", bytes);
+  const RunResult r = corral::testing::run({"/usr/bin/sha256sum", d / "x"});
+  return r.out.substr(0, 64);
+}
+
 // A refusal of `rule` for the nth tool call (0-based) in the trace.
 ::testing::AssertionResult refusedWith(const std::vector<json>& calls, size_t n, const std::string& rule_prefix) {
   if (n >= calls.size()) return ::testing::AssertionFailure() << "only " << calls.size() << " tool calls traced";
@@ -544,8 +553,8 @@ TEST(RunnerToolCallsGated, GitRunsOnlyLocalSubcommandsWithoutConfiguredPrograms)
   f.manifest["executables"] = {"git"};
   f.manifest["inputs"] = {".git/**", "*.txt"};
   f.ws.write("a.txt", "hello\n");
-  // A repository made by the operator: each sandbox sees it staged (changes to undeclared
-  // paths such as .git/ do not persist between commands; docs/run.md).
+  // A repository made by the operator: each sandbox sees it staged (the run's private
+  // workspace persists between commands, but never reaches the host; docs/run.md).
   const RunOptions git_env{.env_extra = {"GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
                                          "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}};
   ASSERT_EQ(corral::testing::run({"/usr/bin/git", "-C", f.ws.path(), "init", "-q"}, git_env).exit_code, 0);
@@ -664,7 +673,7 @@ TEST(RunnerToolCallsGated, AHostileHostOutputNeitherHangsTheRunNorIsReachedThrou
   RunFixture f;
   TempDir outside("outside");
   f.manifest["outputs"] = {"out.txt", "sub/f"};
-  ASSERT_EQ(::mkfifo((f.ws / "out.txt").c_str(), 0644), 0);
+  f.ws.write("out.txt", "operator's");  // a regular file: copy-back may replace it, but not alone
   ASSERT_EQ(::mkfifo((outside / "f").c_str(), 0644), 0);
   ASSERT_EQ(::symlink(outside.path().c_str(), (f.ws / "sub").c_str()), 0);
   f.reply({call("write", {{"path", "out.txt"}, {"content", "x"}}), call("write", {{"path", "sub/f"}, {"content", "y"}}),
@@ -679,22 +688,156 @@ TEST(RunnerToolCallsGated, AHostileHostOutputNeitherHangsTheRunNorIsReachedThrou
   ASSERT_EQ(::lstat((outside / "f").c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode)) << claim("runner.tool-calls-gated", "a file outside the workspace was replaced");
   // Outputs are copied all or none: out.txt is withheld beside the refused sub/f.
-  ASSERT_EQ(::lstat((f.ws / "out.txt").c_str(), &st), 0);
-  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "out.txt was copied although sub/f was refused";
+  EXPECT_EQ(f.ws.read("out.txt"), "operator's") << "out.txt was copied although sub/f was refused";
   const nlohmann::json outs = nlohmann::json::parse(f.ws.read(".corral/result.json"))["body"]["outputs"];
   EXPECT_EQ(outs[0].value("applied", ""), "withheld") << outs.dump();
   EXPECT_EQ(outs[1].value("applied", ""), "refused") << outs.dump();
 
-  RunFixture g;  // alone, the FIFO's place is taken by the output whole (rename), never written into
+  // The operator's FIFO at a declared output: refused on its own account (anything but a
+  // regular file at the host path is), never opened, so never written into, and kept.
+  RunFixture g;
   g.manifest["outputs"] = {"out.txt"};
   ASSERT_EQ(::mkfifo((g.ws / "out.txt").c_str(), 0644), 0);
   g.reply({call("write", {{"path", "out.txt"}, {"content", "x"}}), call("finish", {{"summary", "done"}})});
   RunResult alone = g.run({"--apply"}, o);
   ASSERT_FALSE(alone.deadline_hit) << claim("runner.tool-calls-gated", "the run hung on a FIFO in the host workspace");
-  EXPECT_EQ(alone.exit_code, 0) << alone.describe();
+  EXPECT_EQ(alone.exit_code, 1) << alone.describe();
   ASSERT_EQ(::lstat((g.ws / "out.txt").c_str(), &st), 0);
-  ASSERT_TRUE(S_ISREG(st.st_mode));
-  EXPECT_EQ(g.ws.read("out.txt"), "x");
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << claim("runner.tool-calls-gated", "the operator's FIFO was replaced");
+  const json alone_outs = g.result()["body"]["outputs"];
+  ASSERT_EQ(alone_outs.size(), 1u) << alone_outs.dump();
+  EXPECT_EQ(alone_outs[0].value("applied", ""), "refused") << alone_outs.dump();
+}
+
+// A declared output the operator made a symlink (to another host file), or whose parent is a
+// symlinked directory: refused at copy-back with its reason, reported `refused`, never
+// followed and never replaced (before issue #19 the leaf case was replaced and reported copied).
+TEST(RunnerToolCallsGated, AHostSymlinkAtADeclaredOutputIsRefusedAndKept) {
+  for (const char* output : {"out.txt", "d/out.txt"}) {
+    SCOPED_TRACE(output);
+    RunFixture f;
+    TempDir outside("outside");
+    outside.write("out.txt", "host-secret");
+    const bool parent = std::string(output) == "d/out.txt";
+    f.manifest["outputs"] = {output};
+    if (parent) ASSERT_EQ(::symlink(outside.path().c_str(), (f.ws / "d").c_str()), 0);
+    else ASSERT_EQ(::symlink((outside / "out.txt").c_str(), (f.ws / "out.txt").c_str()), 0);
+    f.reply({call("write", {{"path", output}, {"content", "pwned"}}), call("finish", {{"summary", "done"}})});
+    RunResult r = f.run();
+    EXPECT_EQ(r.exit_code, 1) << "a refused output must fail the run" << r.describe();
+    const json outs = f.result()["body"]["outputs"];
+    ASSERT_EQ(outs.size(), 1u) << outs.dump();
+    EXPECT_EQ(outs[0].value("applied", ""), "refused") << claim("runner.tool-calls-gated", "a host symlink at an output was not refused") << outs.dump();
+    bool said = false;
+    for (const json& e : f.entries("output")) said = said || e.value("reason", "").find("symlink") != std::string::npos;
+    EXPECT_TRUE(said) << "the trace's output entry must say why";
+    struct stat st {};
+    ASSERT_EQ(::lstat((parent ? f.ws / "d" : f.ws / "out.txt").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode)) << claim("runner.tool-calls-gated", "the operator's symlink was replaced");
+    EXPECT_EQ(outside.read("out.txt"), "host-secret") << claim("runner.tool-calls-gated", "copy-back wrote through a host symlink");
+  }
+}
+
+// Commands run as an argument vector with no shell: a program the manifest marks literal_args
+// gets its arguments byte for byte, metacharacters, quotes, newlines and all.
+TEST(RunnerToolCallsGated, AMarkedProgramGetsItsArgumentsExactly) {
+  RunFixture f;
+  f.manifest["executables"] = {{{"name", "python3"}, {"literal_args", true}}};
+  f.ws.write("argv.py", "import sys, json\nopen('out.txt', 'w').write(json.dumps(sys.argv[1:]))\n");
+  const std::vector<std::string> args = {"print(6*7)", "a;b|c&d", "$(id) `id`", "*.py ?", "'\"\\", "{x}[y]<z>!#~",
+                                         "two\nlines\tand tab", "caf\xc3\xa9"};
+  json with_script = json::array({"argv.py"});
+  for (const std::string& a : args) with_script.push_back(a);
+  f.reply({call("run", {{"command", "python3"}, {"args", with_script}}),
+           call("run", {{"command", "python3"}, {"args", {"-c", "print(6*7)"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[0].value("decision", ""), "allow") << calls[0].dump();
+  EXPECT_EQ(calls[0].value("rule", ""), "allowlist.literal_args") << calls[0].dump();
+  EXPECT_EQ(json::parse(f.ws.read("out.txt"), nullptr, false), json(args)) << "the program did not get the bytes given";
+  EXPECT_EQ(calls[1].value("stdout_sha256", ""), sha256Hex("42\n")) << calls[1].dump();
+}
+
+TEST(RunnerToolCallsGated, UnmarkedProgramsAreStillRefusedAndTheRefusalSaysHowToOptIn) {
+  RunFixture f;  // python3 listed as a plain name
+  f.reply({call("run", {{"command", "python3"}, {"args", {"-c", "print(6*7)"}}}), call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_TRUE(refusedWith(calls, 0, "metachar")) << claim("runner.tool-calls-gated", "an unmarked program got a metacharacter");
+  EXPECT_NE(calls[0].value("reason", "").find("\"literal_args\": true"), std::string::npos) << calls[0].dump();
+  EXPECT_EQ(runJson(r)["commands"], 0);
+  // The refused call is named in the trace: tool, rule and the hash of its canonical arguments.
+  EXPECT_EQ(calls[0].value("tool", ""), "run");
+  EXPECT_EQ(calls[0].value("args_canonical_sha256", ""), sha256Hex(R"j({"args":["-c","print(6*7)"],"command":"python3"})j"))
+      << calls[0].dump();
+}
+
+// ---- runner.workspace-persists-privately ----
+
+// What one command writes, the next command and read see; none of it reaches the host but
+// the declared outputs.
+TEST(RunnerWorkspacePersistsPrivately, AFileOneCommandWritesTheNextSeesAndTheHostNever) {
+  RunFixture f;
+  f.ws.write("step1.py", "import os\nos.makedirs('build', exist_ok=True)\nopen('scratch.txt', 'w').write('SCRATCH-7f3a')\n"
+                         "open('build/obj.bin', 'w').write('obj')\nopen('gone.txt', 'w').write('x')\n");
+  f.ws.write("step2.py", "import os\nseen = open('scratch.txt').read() + ' ' + open('build/obj.bin').read()\n"
+                         "os.remove('gone.txt')\nopen('out.txt', 'w').write('seen ' + seen)\n");
+  f.ws.write("step3.py", "import os\nopen('out.txt', 'a').write(' gone' if not os.path.exists('gone.txt') else ' still')\n");
+  f.reply({call("run", {{"command", "python3"}, {"args", {"step1.py"}}}),
+           call("run", {{"command", "python3"}, {"args", {"step2.py"}}}),
+           call("run", {{"command", "python3"}, {"args", {"step3.py"}}}), call("read", {{"path", "scratch.txt"}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(f.ws.read("out.txt"), "seen SCRATCH-7f3a obj gone")
+      << claim("runner.workspace-persists-privately", "a later command did not see what an earlier one left") << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_GE(calls.size(), 4u);
+  EXPECT_EQ(calls[3].value("decision", ""), "allow") << calls[3].dump();
+  EXPECT_EQ(calls[3].value("sha256", ""), sha256Hex("SCRATCH-7f3a")) << "read must see the command's file" << calls[3].dump();
+  EXPECT_GE(calls[0]["workspace_kept"].value("files", 0), 3) << calls[0].dump();
+  for (const char* never : {"scratch.txt", "build", "gone.txt"})
+    EXPECT_FALSE(f.ws.exists(never)) << claim("runner.workspace-persists-privately", std::string(never) + " reached the host");
+  EXPECT_EQ(f.allRecordBytes().find("SCRATCH-7f3a"), std::string::npos) << "a command's file content reached the record";
+}
+
+TEST(RunnerWorkspacePersistsPrivately, GitInitThenGitAddInTwoCommands) {
+  if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "git not installed";
+  RunFixture f;
+  f.manifest["executables"] = {"git", "python3"};
+  f.ws.write("a.txt", "hello\n");
+  f.ws.write("check.py", "data = open('.git/index', 'rb').read()\nopen('out.txt', 'w').write('staged' if b'a.txt' in data else 'not')\n");
+  f.reply({call("run", {{"command", "git"}, {"args", {"init", "-q"}}}), call("run", {{"command", "git"}, {"args", {"add", "a.txt"}}}),
+           call("run", {{"command", "python3"}, {"args", {"check.py"}}})});
+  f.reply({call("finish", {{"summary", "done"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto calls = f.toolCalls();
+  ASSERT_GE(calls.size(), 3u);
+  EXPECT_EQ(calls[1].value("exit_code", -1), 0) << "git add after git init failed" << calls[1].dump();
+  EXPECT_EQ(f.ws.read("out.txt"), "staged") << claim("runner.workspace-persists-privately", "git add did not see git init's repository");
+  EXPECT_FALSE(f.ws.exists(".git")) << claim("runner.workspace-persists-privately", "the run's repository reached the host");
+}
+
+// Control: a spawned task keeps its narrowed view. Its files outside what it declares vanish
+// with its sandbox, so the same two steps fail there, which shows the check above can fail.
+TEST(RunnerWorkspacePersistsPrivately, Control_ASpawnedTasksUndeclaredFilesDoNotPersist) {
+  RunFixture f;
+  f.ws.write("step1.py", "open('scratch.txt', 'w').write('SCRATCH')\n");
+  f.ws.write("step2.py", "import os\nopen('out.txt', 'w').write(open('scratch.txt').read() if os.path.exists('scratch.txt') else 'none')\n");
+  const json scope = {{"inputs", {"*.py"}}, {"outputs", {"out.txt"}}};
+  f.reply({call("spawn", {{"task", "steps"}, {"scope", scope}})});
+  f.reply({call("finish", {{"summary", "root"}})});
+  f.reply({call("run", {{"command", "python3"}, {"args", {"step1.py"}}}), call("run", {{"command", "python3"}, {"args", {"step2.py"}}})});
+  f.reply({call("finish", {{"summary", "child"}})});
+  RunResult r = f.run();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(f.ws.read("out.txt"), "none") << claim("runner.workspace-persists-privately", "a spawned task saw beyond its declared view");
+  EXPECT_FALSE(f.ws.exists("scratch.txt"));
 }
 
 // ---- memory store and mailbox ----

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SHA-256 through OpenSSL's one-shot API, and lowercase hex.
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 #include <openssl/evp.h>
 
@@ -17,7 +17,7 @@
 #include "base/open_beneath.h"
 #include "base/unique_fd.h"
 
-namespace corral::audit {
+namespace corral {
 
 namespace {
 
@@ -160,4 +160,4 @@ bool isSha256Hex(std::string_view s) {
   return bad == 0;
 }
 
-}  // namespace corral::audit
+}  // namespace corral

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/sha256.h"
+#include "base/sha256.h"
 
 #include <gtest/gtest.h>
 
-namespace corral::audit {
+namespace corral {
 namespace {
 
 TEST(Sha256, KnownVectors) {
@@ -31,4 +31,4 @@ TEST(Sha256, PeekDoesNotDisturbTheStream) {
 }
 
 }  // namespace
-}  // namespace corral::audit
+}  // namespace corral
