@@ -99,7 +99,16 @@ class Jailer {
       sandbox::SandboxSpec s = qemu_spec;
       const int out = ::fcntl(channel.get(), F_DUPFD_CLOEXEC, 3);
       s.stdio = {channel.get(), out, err_w.get()};
-      auto r = sandbox::runLinux(s, {});
+      // Staging the workspace as root switches this process's fsuid, and the kernel clears
+      // the parent-death signal on any credential change: arm it again once staging is done,
+      // then check corral did not die in between (the signal would have been lost).
+      sandbox::RunOptions options;
+      options.before_command = [parent](int) -> Result<void> {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) return Error(Errc::kIo, "corral ended while QEMU's jail was being built");
+        return {};
+      };
+      auto r = sandbox::runLinux(s, options);
       if (!r) {
         std::string m = "corral: QEMU jail: " + r.error().message() + "\n";
         (void)!::write(err_w.get(), m.data(), m.size());
@@ -266,6 +275,20 @@ void addLimit(sandbox::RunReport& r, sandbox::Limit l, std::optional<uint64_t> v
       return;
     }
   r.limits.push_back({l, v, mech});
+}
+
+// The guest may only speak of outputs the host declared, each once, and never claim bytes.
+Result<void> checkGuestVerdicts(std::vector<sandbox::OutputResult>& verdicts, const std::vector<std::string>& declared) {
+  std::vector<bool> seen(declared.size(), false);
+  for (sandbox::OutputResult& v : verdicts) {
+    size_t i = 0;
+    while (i < declared.size() && declared[i] != v.path) ++i;
+    if (i == declared.size() || seen[i])
+      return Error(Errc::kIo, "control channel: the exit report names an undeclared output or one twice");
+    seen[i] = true;
+    v.bytes = 0;
+  }
+  return {};
 }
 
 }  // namespace
@@ -449,6 +472,10 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
           failure = fin.error();
           break;
         }
+        if (auto named = checkGuestVerdicts(r->outputs, spec.outputs); !named) {
+          failure = named.error();
+          break;
+        }
         report = std::move(*r);
         done = true;
         break;
@@ -491,8 +518,19 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   if (spec.limits.timeout)
     addLimit(report, sandbox::Limit::kTimeout, static_cast<uint64_t>(spec.limits.timeout->count()), "guest timer + host watchdog");
   addLimit(report, sandbox::Limit::kWorkspaceSize, spec.limits.workspace_bytes, "guest tmpfs + ext4 disk size");
+  // The guest's verdicts stand where the host copies nothing (the guest refused an output:
+  // all or none), and explain an output the guest never sent; what the host copies, it
+  // checked itself.
   if (report.exit_code != kExitCorral && spec.workspace && !spec.outputs.empty()) {
+    const std::vector<sandbox::OutputResult> guest = std::move(report.outputs);
     report.outputs = sandbox::workspace::copyBack(outputs.root(), host_ws.get(), spec.outputs);
+    for (sandbox::OutputResult& o : report.outputs)
+      for (const sandbox::OutputResult& g : guest)
+        if (o.status == sandbox::OutputResult::Status::kMissing && g.path == o.path &&
+            g.status != sandbox::OutputResult::Status::kCopied) {
+          o.status = g.status;
+          o.reason = g.reason;
+        }
     for (const sandbox::OutputResult& o : report.outputs)
       if (o.status == sandbox::OutputResult::Status::kRefused) {
         report.exit_code = kExitCorral;

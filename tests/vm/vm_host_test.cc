@@ -57,10 +57,10 @@ TEST(VmOutputsCopyBackChecked, HostileGuestSymlinkHardLinkAndFifoRefusedByCopyBa
 }
 
 TEST(VmOutputsCopyBackChecked, HostileGuestUndeclaredOrEscapingPathRefusedByTheReceiver) {
-  for (const std::string& path : {"other.txt", "../out.txt", "/etc/passwd", "a/../out.txt", "out.txt/", ""}) {
+  for (const char* path : {"other.txt", "../out.txt", "/etc/passwd", "a/../out.txt", "out.txt/", ""}) {
     HostileRun run({"out.txt"});
     ASSERT_TRUE(run.rx);
-    EXPECT_FALSE(run.send(path, protocol::OutputKind::kFile, "x")) << claim("vm.outputs-copy-back-checked", "accepted path '" + path + "'");
+    EXPECT_FALSE(run.send(path, protocol::OutputKind::kFile, "x")) << claim("vm.outputs-copy-back-checked", "accepted path '" + std::string(path) + "'");
   }
   HostileRun twice({"out.txt"});
   ASSERT_TRUE(twice.send("out.txt", protocol::OutputKind::kFile, "a"));
@@ -102,9 +102,9 @@ TEST(VmControlFramesChecked, MalformedGuestFramesRefusedAndTheStreamStaysRefused
     p.feed(frame::encode(frame::Type::kStdout, "after"));
     EXPECT_FALSE(p.next().ok()) << claim("vm.control-frames-checked", "the stream recovered after a malformed frame");
   }
-  for (const std::string& json : {"", "[]", "{\"exit_code\": -1}", "{\"exit_code\": 0}", "not json",
-                                  "{\"exit_code\":0,\"command_status\":0,\"signal\":null,\"killed_by\":\"bogus\"}"})
-    EXPECT_FALSE(protocol::decodeExit(json).ok()) << claim("vm.control-frames-checked", "accepted exit report " + json);
+  for (const char* json : {"", "[]", "{\"exit_code\": -1}", "{\"exit_code\": 0}", "not json",
+                           "{\"exit_code\":0,\"command_status\":0,\"signal\":null,\"killed_by\":\"bogus\"}"})
+    EXPECT_FALSE(protocol::decodeExit(json).ok()) << claim("vm.control-frames-checked", std::string("accepted exit report ") + json);
   EXPECT_FALSE(protocol::decodeHello("{\"kernel\": 1}").ok());
   EXPECT_FALSE(protocol::decodeOutputHeader("{\"path\":\"a\",\"kind\":\"socket\",\"links\":1,\"size\":0}").ok());
 }

@@ -68,6 +68,15 @@ void save(const std::string& name, const Json& j) {
   std::ofstream(recordPath(name)) << j.dump(2);
 }
 
+// A setup test's start: with no VM here it records why and skips (the claim tests then skip
+// with the same reason); otherwise it drops the last run's record.
+#define CORRAL_VM_SETUP(name)                          \
+  if (const std::string why = whyNoVm(); !why.empty()) { \
+    save(name, {{"skipped", why}});                    \
+    GTEST_SKIP() << why;                               \
+  }                                                    \
+  ::unlink(recordPath(name).c_str())
+
 // "@@ name" lines split the battery's stdout into one entry per check.
 Json splitChecks(const std::string& out) {
   Json checks = Json::object();
@@ -136,12 +145,7 @@ std::string nsLink(const std::string& pid, const char* ns) {
 
 // Boot 1: the probe battery inside the guest, plus declared outputs.
 TEST(VmSetup, BatteryBoot) {
-  const std::string why = whyNoVm();
-  if (!why.empty()) {
-    save("battery", {{"skipped", why}});
-    GTEST_SKIP() << why;
-  }
-  ::unlink(recordPath("battery").c_str());
+  CORRAL_VM_SETUP("battery");
   TempDir ws("vm-ws"), host("vm-host");
   fs::copy_file(probeHostPath(), ws / "corral-probe");
   ::chmod((ws / "corral-probe").c_str(), 0755);
@@ -198,14 +202,25 @@ TEST(VmSetup, BatteryBoot) {
   ASSERT_TRUE(r.report.has_value()) << "the battery VM gave no report" << r.describe();
 }
 
+// Boot 3: an honest run whose declared output must come back (the copy-back control).
+TEST(VmSetup, OutputsBoot) {
+  CORRAL_VM_SETUP("outputs");
+  TempDir ws("vm-out");
+  std::vector<std::string> opts = vmOptions();
+  for (const char* o : {"--workspace", ws.path().c_str(), "--output", "out.txt", "--timeout", "600s"}) opts.emplace_back(o);
+  RunResult r = runCorral(opts, {"/bin/sh", "-c", "echo vm-output > /workspace/out.txt"}, RunOptions{.deadline = seconds(800)});
+  Json rec;
+  rec["exit_code"] = r.exit_code;
+  rec["stderr"] = r.err;
+  rec["report"] = r.report ? *r.report : Json(nullptr);
+  rec["out_txt"] = ws.read("out.txt");
+  save("outputs", rec);
+  ASSERT_TRUE(r.report.has_value()) << "the outputs VM gave no report" << r.describe();
+}
+
 // Boot 2: QEMU seen from the host while the command runs, then corral SIGKILLed.
 TEST(VmSetup, KilledRunBoot) {
-  const std::string why = whyNoVm();
-  if (!why.empty()) {
-    save("killed", {{"skipped", why}});
-    GTEST_SKIP() << why;
-  }
-  ::unlink(recordPath("killed").c_str());
+  CORRAL_VM_SETUP("killed");
   std::vector<std::string> argv = corralArgv(vmOptions(), {"/bin/sh", "-c", "echo ready; exec sleep 100000"}, false);
   Process p = Process::start(argv, RunOptions{.deadline = seconds(900)});
   auto line = p.readLine(std::chrono::milliseconds(800'000));

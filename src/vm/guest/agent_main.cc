@@ -168,8 +168,12 @@ void relay(Channel& ch, int out, int err) {
   }
 }
 
-void sendOutputs(Channel& ch, const std::vector<std::string>& outputs) {
-  for (const std::string& rel : outputs) {
+// Only what the guest's own copy-back put on its disk: an output it refused or withheld is
+// not there (or is still the staged original), and its verdict goes in the exit report.
+void sendOutputs(Channel& ch, const std::vector<sandbox::OutputResult>& results) {
+  for (const sandbox::OutputResult& result : results) {
+    if (result.status != sandbox::OutputResult::Status::kCopied) continue;
+    const std::string& rel = result.path;
     const std::string path = "/ws/" + rel;
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) continue;  // missing: the host's copy-back says so
@@ -288,7 +292,7 @@ int agent(int argc, char** argv) {
   ::close(out[1]);
   ::close(err[1]);
   relayer.join();
-  if (report) sendOutputs(ch, spec.outputs);
+  if (report) sendOutputs(ch, report->outputs);
   if (!report) failed.error = report.error().message();
   ch.send(frame::Type::kExit, protocol::encodeExit(report ? *report : failed));
   powerOff();
