@@ -70,6 +70,9 @@ struct SandboxSpec {
   Limits limits;
   Stdio stdio;
   NetProxy proxy;
+  // Host path of a KVM device node (char 10:232) mounted as /dev/kvm: set only by the VM
+  // backend for QEMU's jail under KVM (vm_backend.cc); exec has no option for it.
+  std::optional<std::string> kvm_device;
 };
 
 enum class KilledBy { kNone, kTimeout, kMemory, kPids, kCpuTime, kSignal };

@@ -28,7 +28,7 @@
 #include "vm/images.h"
 #include "vm/output_receiver.h"
 #include "vm/protocol.h"
-#include "vm/qemu_command.h"
+#include "vm/qemu_jail.h"
 
 namespace corral::vm {
 namespace {
@@ -199,33 +199,39 @@ Result<std::string> placeInRunDir(const std::string& src, const RunDir& dir, con
 
 struct Images {
   std::string kernel_source;  // as chosen, before it is placed in the run dir
-  std::string kernel, release, initrd, rootfs, workspace;
+  std::string release;
+  JailFiles jail;
 };
 
-Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& vm, const RunDir& dir, Json& timings) {
+Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& vm, const AccelProbe& accel,
+                             const RunDir& dir, Json& timings) {
   const auto t0 = Clock::now();
   Images im;
   if (vm.kernel) {
-    im.kernel = *vm.kernel;
+    im.kernel_source = *vm.kernel;
   } else {
-    ASSIGN_OR_RETURN(im.kernel, images::defaultKernel());
+    ASSIGN_OR_RETURN(im.kernel_source, images::defaultKernel());
   }
-  ASSIGN_OR_RETURN(im.release, images::kernelRelease(im.kernel));
-  im.kernel_source = im.kernel;
+  ASSIGN_OR_RETURN(im.release, images::kernelRelease(im.kernel_source));
   ASSIGN_OR_RETURN(std::string cache, images::cacheDir());
   ASSIGN_OR_RETURN(std::string agent, agentPath());
   ASSIGN_OR_RETURN(std::string initrd, images::initramfs(cache, agent, im.release));
   ASSIGN_OR_RETURN(std::string rootfs, images::rootfs(cache));
-  ASSIGN_OR_RETURN(im.initrd, placeInRunDir(initrd, dir, "initrd"));
-  ASSIGN_OR_RETURN(im.rootfs, placeInRunDir(rootfs, dir, "rootfs"));
-  ASSIGN_OR_RETURN(im.kernel, placeInRunDir(im.kernel, dir, "kernel"));
+  JailFiles& j = im.jail;
+  j.qemu = accel.qemu;
+  ASSIGN_OR_RETURN(j.initrd, placeInRunDir(initrd, dir, "initrd"));
+  ASSIGN_OR_RETURN(j.rootfs, placeInRunDir(rootfs, dir, "rootfs"));
+  ASSIGN_OR_RETURN(j.kernel, placeInRunDir(im.kernel_source, dir, "kernel"));
+  if (accel.kind == AccelProbe::Kind::kKvm) {
+    ASSIGN_OR_RETURN(j.kvm_node, kvmNode(dir.path()));
+  }
   timings["images_ms"] = msSince(t0);
   const auto t1 = Clock::now();
   // The disk goes in as QEMU's own /workspace (staged sparse, so only written blocks take
   // memory): QEMU writes it there, in its jail's tmpfs, and the host never reads it back.
-  im.workspace = dir.path() + "/disk";
-  if (::mkdir(im.workspace.c_str(), 0700) != 0) return sysError("mkdir " + im.workspace);
-  RETURN_IF_ERROR(images::workspaceImage(spec.workspace.value_or(""), spec.limits.workspace_bytes, im.workspace + "/workspace.img"));
+  j.disk_dir = dir.path() + "/disk";
+  if (::mkdir(j.disk_dir.c_str(), 0700) != 0) return sysError("mkdir " + j.disk_dir);
+  RETURN_IF_ERROR(images::workspaceImage(spec.workspace.value_or(""), spec.limits.workspace_bytes, j.disk_dir + "/workspace.img"));
   if (::getuid() == 0) {
     const uid_t sandbox_uid = sandbox::userns::planIdMap(0, 0).host_uid;
     if (::chown(dir.path().c_str(), sandbox_uid, sandbox_uid) != 0) return sysError("chown the VM run directory");
@@ -235,36 +241,6 @@ Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& 
   }
   timings["workspace_image_ms"] = msSince(t1);
   return im;
-}
-
-// QEMU's jail: a namespace sandbox like any other (own user, mount, pid, network and IPC
-// namespaces, seccomp, no capabilities), seeing the read-only runtime it runs from and the
-// four files it boots, nothing else of the host. Its private /tmp holds the workspace overlay.
-sandbox::SandboxSpec qemuSpec(const Images& im, const AccelProbe& accel, const VmOptions& vm,
-                              const sandbox::SandboxSpec& spec, std::chrono::milliseconds watchdog, uint64_t qemu_memory) {
-  QemuPlan plan;
-  plan.qemu = accel.qemu;
-  plan.kvm = accel.kind == AccelProbe::Kind::kKvm;
-  plan.memory_mib = vm.memory_bytes >> 20;
-  plan.cpus = vm.cpus;
-  plan.kernel = "/vm/kernel";
-  plan.initrd = "/vm/initrd";
-  plan.rootfs = "/vm/rootfs";
-  plan.workspace = "/workspace/workspace.img";
-  sandbox::SandboxSpec q;
-  q.argv = qemuArgs(plan);
-  q.env = {"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/workspace"};
-  q.ro_binds = {{im.kernel, "/vm/kernel"}, {im.initrd, "/vm/initrd"}, {im.rootfs, "/vm/rootfs"}};
-  q.workspace = im.workspace;
-  q.limits.memory_bytes = qemu_memory;
-  // Without a memory cgroup the cap is RLIMIT_AS on QEMU, which the run reports.
-  q.limits.allow_weaker = {sandbox::Limit::kMemory};
-  q.limits.pids = 64 + vm.cpus;
-  q.limits.timeout = watchdog;
-  q.limits.tmp_bytes = 1u << 20;
-  q.limits.file_size_bytes = spec.limits.workspace_bytes + (1u << 20);
-  q.limits.workspace_bytes = spec.limits.workspace_bytes + (1u << 20);
-  return q;
 }
 
 void addLimit(sandbox::RunReport& r, sandbox::Limit l, std::optional<uint64_t> v, const std::string& mech) {
@@ -337,7 +313,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   }
   ASSIGN_OR_RETURN(RunDir dir, RunDir::create());
   Json timings = Json::object();
-  ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, dir, timings));
+  ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, accel, dir, timings));
   const std::string kernel_source = im.kernel_source;
   vmj["kernel"] = vm.kernel ? *vm.kernel : kernel_source;
   vmj["kernel_release"] = im.release;
@@ -360,7 +336,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   UniqueFd err_r(errp[0]), err_w(errp[1]);
   Signals signals;
   const auto qemu_start = Clock::now();
-  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuSpec(im, accel, vm, spec, jail_timeout, qemu_memory), std::move(ctl_child), std::move(err_w)));
+  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuJailSpec(im.jail, vm, spec.limits.workspace_bytes, jail_timeout, qemu_memory), std::move(ctl_child), std::move(err_w)));
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
 
   sandbox::RunReport& report = run.report;

@@ -9,7 +9,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +143,26 @@ std::string nsLink(const std::string& pid, const char* ns) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
+// QEMU's resident memory beside the guest's: RSS of the whole process, and of the one mapping
+// the size of the guest's RAM (what the guest itself touched). The rest is QEMU's overhead,
+// the figure Firecracker publishes as under 5 MiB for its VMM (docs/benchmarks-vm.md).
+Json qemuMemory(const std::string& pid, uint64_t ram_kib) {
+  std::ifstream in("/proc/" + pid + "/smaps");
+  if (!in) return {{"unreadable", std::strerror(errno)}};
+  uint64_t total = 0, guest = 0, size = 0;
+  bool found = false;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long long v = 0;
+    if (std::sscanf(line.c_str(), "Size: %llu kB", &v) == 1) size = v;
+    if (std::sscanf(line.c_str(), "Rss: %llu kB", &v) == 1) {
+      total += v;
+      if (size == ram_kib && !found) guest = v, found = true;
+    }
+  }
+  return {{"rss_kib", total}, {"guest_ram_rss_kib", guest}, {"guest_ram_mapping_found", found},
+          {"overhead_kib", total - guest}};
+}
+
 }  // namespace
 
 // Boot 1: the probe battery inside the guest, plus declared outputs.
@@ -221,7 +243,10 @@ TEST(VmSetup, OutputsBoot) {
 // Boot 2: QEMU seen from the host while the command runs, then corral SIGKILLed.
 TEST(VmSetup, KilledRunBoot) {
   CORRAL_VM_SETUP("killed");
-  std::vector<std::string> argv = corralArgv(vmOptions(), {"/bin/sh", "-c", "echo ready; exec sleep 100000"}, false);
+  constexpr uint64_t vm_memory_kib = 256 * 1024;
+  std::vector<std::string> opts = vmOptions();
+  opts.insert(opts.end(), {"--vm-memory", "256M"});
+  std::vector<std::string> argv = corralArgv(opts, {"/bin/sh", "-c", "echo ready; exec sleep 100000"}, false);
   Process p = Process::start(argv, RunOptions{.deadline = seconds(900)});
   auto line = p.readLine(std::chrono::milliseconds(800'000));
   Json rec;
@@ -258,6 +283,8 @@ TEST(VmSetup, KilledRunBoot) {
   }
   rec["root_vm"] = vmdir;
   rec["sees_host_etc_shadow"] = ::access(("/proc/" + q + "/root/etc/shadow").c_str(), F_OK) == 0;
+  rec["memory"] = qemuMemory(q, vm_memory_kib);
+  std::printf("QEMU memory (guest 256 MiB, %s): %s\n", vmOptions().size() > 2 ? "TCG" : "KVM", rec["memory"].dump().c_str());
   // The kill: corral gets SIGKILL, the one signal it cannot pass on.
   const int qemu_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, qemu.front(), 0));
   p.signal(SIGKILL);
