@@ -24,6 +24,7 @@
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
 #include "vm/accel.h"
+#include "vm/control_session.h"
 #include "vm/frame.h"
 #include "vm/images.h"
 #include "vm/output_receiver.h"
@@ -253,20 +254,6 @@ void addLimit(sandbox::RunReport& r, sandbox::Limit l, std::optional<uint64_t> v
   r.limits.push_back({l, v, mech});
 }
 
-// The guest may only speak of outputs the host declared, each once, and never claim bytes.
-Result<void> checkGuestVerdicts(std::vector<sandbox::OutputResult>& verdicts, const std::vector<std::string>& declared) {
-  std::vector<bool> seen(declared.size(), false);
-  for (sandbox::OutputResult& v : verdicts) {
-    size_t i = 0;
-    while (i < declared.size() && declared[i] != v.path) ++i;
-    if (i == declared.size() || seen[i])
-      return Error(Errc::kIo, "control channel: the exit report names an undeclared output or one twice");
-    seen[i] = true;
-    v.bytes = 0;
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<std::string> agentPath() {
@@ -341,8 +328,11 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
 
   sandbox::RunReport& report = run.report;
   frame::Parser parser(frame::Direction::kToHost);
+  ControlSession session(spec, outputs,
+                         {[&ctl](std::string_view request) { return sendFrame(ctl.get(), frame::Type::kRequest, request); },
+                          [](frame::Type stream, std::string_view bytes) { writeAll(stream == frame::Type::kStdout ? 1 : 2, bytes); }});
   std::string qemu_err;
-  bool hello = false, command_started = false, done = false;
+  bool done = false;
   std::optional<Clock::time_point> command_deadline;
   std::optional<Error> failure;
   std::optional<int> by_signal;
@@ -351,7 +341,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   while (!done && !failure && !by_signal && !watchdog_fired) {
     const auto now = Clock::now();
     const auto deadline = command_deadline ? *command_deadline : qemu_start + boot_deadline;
-    if (!command_started && !hello && now >= qemu_start + boot_deadline) {
+    if (!session.started() && !session.helloSeen() && now >= qemu_start + boot_deadline) {
       failure = Error(Errc::kIo, "--backend vm: the guest did not boot within " +
                                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(boot_deadline).count()) + " s");
       break;
@@ -360,7 +350,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
       watchdog_fired = true;
       break;
     }
-    const int wait_ms = (hello && !command_deadline) ? -1
+    const int wait_ms = (session.helloSeen() && !command_deadline) ? -1
                         : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
     pollfd fds[3] = {{ctl.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
     if (::poll(fds, 3, wait_ms) < 0) {
@@ -394,65 +384,22 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
         break;
       }
       if (!*next) break;
-      frame::Frame& f = **next;
-      // Order is part of the protocol: hello first, then the command's output, outputs, exit.
-      if (f.type == frame::Type::kHello) {
-        if (hello) {
-          failure = Error(Errc::kIo, "control channel: a second hello");
-          break;
-        }
-        auto h = protocol::decodeHello(f.payload);
-        if (!h) {
-          failure = h.error();
-          break;
-        }
-        hello = true;
-        timings["agent_hello_ms"] = msSince(qemu_start);
-        vmj["guest_kernel"] = h->kernel;
-        vmj["guest_devices"] = h->devices;
-        vmj["guest_pci_devices"] = h->pci;
-        vmj["guest_fs_types"] = h->fs_types;
-        if (!sendFrame(ctl.get(), frame::Type::kRequest, protocol::encodeRequest(spec))) {
-          failure = Error(Errc::kIo, "control channel: cannot send the request");
-          break;
-        }
-        continue;
-      }
-      if (!hello) {
-        failure = Error(Errc::kIo, "control channel: a frame before the agent's hello");
+      auto event = session.onFrame(**next);
+      if (!event) {
+        failure = event.error();
         break;
       }
-      if (f.type == frame::Type::kStarted) {
-        if (command_started) {
-          failure = Error(Errc::kIo, "control channel: a second start");
-          break;
-        }
-        command_started = true;
+      if (*event == ControlSession::Event::kHello) {
+        timings["agent_hello_ms"] = msSince(qemu_start);
+        vmj["guest_kernel"] = session.hello().kernel;
+        vmj["guest_devices"] = session.hello().devices;
+        vmj["guest_pci_devices"] = session.hello().pci;
+        vmj["guest_fs_types"] = session.hello().fs_types;
+      } else if (*event == ControlSession::Event::kStarted) {
         timings["command_start_ms"] = msSince(qemu_start);
         if (spec.limits.timeout) command_deadline = Clock::now() + command_allowance;
-      } else if (f.type == frame::Type::kStdout || f.type == frame::Type::kStderr) {
-        writeAll(f.type == frame::Type::kStdout ? 1 : 2, f.payload);
-      } else if (f.type == frame::Type::kOutput || f.type == frame::Type::kData) {
-        auto ok = f.type == frame::Type::kOutput ? outputs.onHeader(f.payload) : outputs.onData(f.payload);
-        if (!ok) {
-          failure = ok.error();
-          break;
-        }
-      } else if (f.type == frame::Type::kExit) {
-        auto r = protocol::decodeExit(f.payload);
-        if (!r) {
-          failure = r.error();
-          break;
-        }
-        if (auto fin = outputs.finish(); !fin) {
-          failure = fin.error();
-          break;
-        }
-        if (auto named = checkGuestVerdicts(r->outputs, spec.outputs); !named) {
-          failure = named.error();
-          break;
-        }
-        report = std::move(*r);
+      } else if (*event == ControlSession::Event::kExit) {
+        report = std::move(session.report());
         done = true;
         break;
       }
@@ -481,7 +428,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
     return run;
   }
   if (failure) {
-    if (!command_started) return *failure;
+    if (!session.started()) return *failure;
     report = {};
     report.wall_ms = msSince(started);
     report.exit_code = kExitCorral;
