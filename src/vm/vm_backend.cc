@@ -337,6 +337,12 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   std::optional<Error> failure;
   std::optional<int> by_signal;
   bool watchdog_fired = false;
+  bool err_open = true;
+  // The caller's stdin goes to the command once it started: read only when nothing is still
+  // pending, and sent without blocking, so a command that never reads cannot stall the
+  // supervisor (and with it the output frames the guest is waiting to send).
+  bool stdin_open = true;
+  std::string stdin_pending;
   char buf[65536];
   while (!done && !failure && !by_signal && !watchdog_fired) {
     const auto now = Clock::now();
@@ -352,8 +358,12 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
     }
     const int wait_ms = (session.helloSeen() && !command_deadline) ? -1
                         : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
-    pollfd fds[3] = {{ctl.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
-    if (::poll(fds, 3, wait_ms) < 0) {
+    const bool read_stdin = stdin_open && session.started() && stdin_pending.empty();
+    pollfd fds[4] = {{ctl.get(), static_cast<short>(POLLIN | (stdin_pending.empty() ? 0 : POLLOUT)), 0},
+                     {err_open ? err_r.get() : -1, POLLIN, 0},
+                     {signals.fd(), POLLIN, 0},
+                     {read_stdin ? 0 : -1, POLLIN, 0}};
+    if (::poll(fds, 4, wait_ms) < 0) {
       if (errno == EINTR) continue;
       failure = sysError("poll");
       break;
@@ -366,7 +376,25 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
     if (fds[1].revents & (POLLIN | POLLHUP)) {
       ssize_t n = ::read(err_r.get(), buf, sizeof buf);
       if (n > 0 && qemu_err.size() < 4096) qemu_err.append(buf, static_cast<size_t>(n));
-      if (n == 0) fds[1].fd = -1;
+      if (n == 0) err_open = false;
+    }
+    if (fds[3].revents) {
+      const ssize_t n = ::read(0, buf, frame::kMaxPayload);
+      if (n > 0) {
+        stdin_pending = frame::encode(frame::Type::kStdin, std::string_view(buf, static_cast<size_t>(n)));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        stdin_pending = frame::encode(frame::Type::kStdin, "");  // EOF (or stdin unreadable): the command reads EOF
+        stdin_open = false;
+      }
+    }
+    if ((fds[0].revents & POLLOUT) && !stdin_pending.empty()) {
+      const ssize_t n = ::send(ctl.get(), stdin_pending.data(), stdin_pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        stdin_pending.erase(0, static_cast<size_t>(n));
+      } else if (n < 0 && errno != EINTR && errno != EAGAIN) {
+        stdin_pending.clear();  // the VM is going away: its end of the channel says why below
+        stdin_open = false;
+      }
     }
     if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     ssize_t n = ::read(ctl.get(), buf, sizeof buf);

@@ -123,11 +123,13 @@ TEST(VmOutputsCopyBackChecked, InVmSymlinkOutputRefusedAndNothingCopied) {
   EXPECT_EQ(status, (std::map<std::string, std::string>{{"out.txt", "withheld"}, {"link.txt", "refused"}})) << rec["report"]["outputs"].dump();
 }
 
-// Control: the same kind of run with only the regular file declared brings it back.
+// Control: the same kind of run with only the regular file declared brings it back. The file
+// is what the command read on its stdin (about 150 KB, several frames): stdin reaches the guest.
 TEST(VmOutputsCopyBackChecked, InVmControlRegularFileCopied) {
   CORRAL_VM_RECORD(rec, "outputs");
   EXPECT_EQ(rec["exit_code"], 0) << rec["stderr"];
   EXPECT_EQ(rec["out_txt"], "vm-output\n") << "the declared output did not come back";
+  EXPECT_TRUE(rec["out_matches_stdin"].get<bool>()) << "the command did not read the caller's stdin, whole, in the VM";
   ASSERT_EQ(rec["report"]["outputs"].size(), 1u) << rec["report"].dump();
   EXPECT_EQ(rec["report"]["outputs"][0].value("status", ""), "copied");
 }

@@ -3,6 +3,7 @@
 // its command runs. Each records raw observations; the claim tests judge them.
 #include "vm_setup.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/unique_fd.h"
 #include "harness.h"
 
 namespace corral::testing::vm {
@@ -227,15 +229,23 @@ TEST(VmSetup, BatteryBoot) {
 // Boot 3: an honest run whose declared output must come back (the copy-back control).
 TEST(VmSetup, OutputsBoot) {
   CORRAL_VM_SETUP("outputs");
-  TempDir ws("vm-out");
+  TempDir ws("vm-out"), host("vm-stdin");
+  // The output is what the command read on stdin: more than one frame's worth (64 KiB), so
+  // the caller's stdin crosses the control channel in several frames and then its EOF.
+  std::string input = "vm-output\n";
+  while (input.size() < 150'000) input += uniqueName("stdin") + "\n";
+  host.write("stdin.txt", input);
+  UniqueFd in(::open((host / "stdin.txt").c_str(), O_RDONLY | O_CLOEXEC));
   std::vector<std::string> opts = vmOptions();
   for (const char* o : {"--workspace", ws.path().c_str(), "--output", "out.txt", "--timeout", "600s"}) opts.emplace_back(o);
-  RunResult r = runCorral(opts, {"/bin/sh", "-c", "echo vm-output > /workspace/out.txt"}, RunOptions{.deadline = seconds(800)});
+  RunResult r = runCorral(opts, {"/bin/sh", "-c", "cat > /workspace/out.txt"}, RunOptions{.stdin_fd = in.get(), .deadline = seconds(800)});
   Json rec;
+  rec["stdin_bytes"] = input.size();
+  rec["out_matches_stdin"] = ws.read("out.txt") == input;
   rec["exit_code"] = r.exit_code;
   rec["stderr"] = r.err;
   rec["report"] = r.report ? *r.report : Json(nullptr);
-  rec["out_txt"] = ws.read("out.txt");
+  rec["out_txt"] = ws.read("out.txt").substr(0, 10);
   save("outputs", rec);
   ASSERT_TRUE(r.report.has_value()) << "the outputs VM gave no report" << r.describe();
 }
