@@ -2,9 +2,11 @@
 // Launch order of a VM run: accelerator, images, jailed QEMU, control protocol, copy-back.
 #include "vm/vm_backend.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -53,19 +55,48 @@ constexpr auto kTimeoutGrace = std::chrono::seconds(10);
 
 double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// The per-run directory (workspace image, staging tree), removed with everything in it.
+// The per-run directory (workspace image, staging tree), removed with everything in it. A
+// run holds a flock on it for its whole life, so that one killed with SIGKILL (which leaves
+// the directory behind) can be told from a live one and swept by the next run.
 class RunDir {
  public:
   static Result<RunDir> create() {
-    const char* t = std::getenv("TMPDIR");
-    std::string tmpl = std::string(t && *t == '/' ? t : "/tmp") + "/corral-vm-run-XXXXXX";
+    // Made under another name and renamed once locked: a sweep never sees it unlocked.
+    std::string tmpl = base() + "/corral-vm-new-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return sysError("mkdtemp " + tmpl);
     RunDir d;
-    d.path_ = tmpl;
+    d.lock_.reset(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!d.lock_.valid() || ::flock(d.lock_.get(), LOCK_EX) != 0) {
+      ::rmdir(tmpl.c_str());
+      return sysError("lock " + tmpl);
+    }
+    d.path_ = base() + "/" + kPrefix + tmpl.substr(tmpl.size() - 6);
+    if (::rename(tmpl.c_str(), d.path_.c_str()) != 0) {
+      ::rmdir(tmpl.c_str());
+      d.path_.clear();
+      return sysError("rename " + tmpl);
+    }
     return d;
   }
+  // Removes the directories of runs that died without cleaning up: this uid's (as root also
+  // the jail uid's, which owns them once a run starts), and only those nobody holds locked.
+  static void sweepStale(uid_t jail_uid) {
+    UniqueFd dir(::open(base().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DIR* d = dir.valid() ? ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0)) : nullptr;
+    while (dirent* e = d ? ::readdir(d) : nullptr) {
+      if (std::string_view(e->d_name).rfind(kPrefix, 0) != 0) continue;
+      UniqueFd fd(::openat(dir.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat st;
+      if (!fd.valid() || ::fstat(fd.get(), &st) != 0) continue;
+      if (st.st_uid != ::getuid() && !(::getuid() == 0 && st.st_uid == jail_uid)) continue;
+      if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // a live run's
+      removeContents(fd.get());
+      ::unlinkat(dir.get(), e->d_name, AT_REMOVEDIR);
+    }
+    if (d) ::closedir(d);
+  }
   RunDir() = default;
-  RunDir(RunDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  RunDir(RunDir&& o) noexcept : path_(std::move(o.path_)), lock_(std::move(o.lock_)) { o.path_.clear(); }
   RunDir& operator=(RunDir&&) = delete;
   ~RunDir() {
     if (path_.empty()) return;
@@ -76,7 +107,13 @@ class RunDir {
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr char kPrefix[] = "corral-vm-run-";
+  static std::string base() {
+    const char* t = std::getenv("TMPDIR");
+    return std::string(t && *t == '/' ? t : "/tmp");
+  }
   std::string path_;
+  UniqueFd lock_;
 };
 
 // The jailer: a child process that runs QEMU in corral's namespace sandbox. It dies with
@@ -298,6 +335,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   if (spec.workspace) {
     ASSIGN_OR_RETURN(host_ws, sandbox::workspace::openHostDir(*spec.workspace));
   }
+  RunDir::sweepStale(sandbox::userns::planIdMap(0, 0).host_uid);
   ASSIGN_OR_RETURN(RunDir dir, RunDir::create());
   Json timings = Json::object();
   ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, accel, dir, timings));

@@ -217,5 +217,14 @@ TEST(VmNoQemuSurvives, InVmQemuGoneAfterCorralIsKilled) {
   EXPECT_TRUE(rec["qemu_gone"].get<bool>()) << claim("vm.no-qemu-survives", "QEMU outlived a SIGKILLed corral");
 }
 
+// What a SIGKILL leaves behind, the run directory, goes with the next run (it is unlocked).
+TEST(VmNoQemuSurvives, InVmRunDirectoryOfAKilledRunIsSwept) {
+  CORRAL_VM_RECORD(rec, "killed");
+  ASSERT_TRUE(rec["run_dir_found"].get<bool>()) << "the running corral held no run directory open";
+  EXPECT_TRUE(rec["run_dir_left_by_kill"].get<bool>()) << "control: the kill left no directory behind, so the sweep proves nothing";
+  EXPECT_EQ(rec["next_run_exit"], 125);
+  EXPECT_TRUE(rec["run_dir_swept"].get<bool>()) << "the next run left a killed run's directory in TMPDIR";
+}
+
 }  // namespace
 }  // namespace corral::testing::vm

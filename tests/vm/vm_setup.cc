@@ -295,6 +295,18 @@ TEST(VmSetup, KilledRunBoot) {
   rec["sees_host_etc_shadow"] = ::access(("/proc/" + q + "/root/etc/shadow").c_str(), F_OK) == 0;
   rec["memory"] = qemuMemory(q, vm_memory_kib);
   std::printf("QEMU memory (guest 256 MiB, %s): %s\n", vmOptions().size() > 2 ? "TCG" : "KVM", rec["memory"].dump().c_str());
+  // The run directory corral holds (locked) while it runs: SIGKILL leaves it behind.
+  std::string run_dir;
+  if (DIR* d = ::opendir(("/proc/" + std::to_string(p.pid()) + "/fd").c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      char target[4096];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+      if (n > 0 && std::string(target, static_cast<size_t>(n)).find("/corral-vm-run-") != std::string::npos)
+        run_dir.assign(target, static_cast<size_t>(n));
+    }
+    ::closedir(d);
+  }
+  rec["run_dir_found"] = !run_dir.empty();
   // The kill: corral gets SIGKILL, the one signal it cannot pass on.
   const int qemu_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, qemu.front(), 0));
   p.signal(SIGKILL);
@@ -303,6 +315,13 @@ TEST(VmSetup, KilledRunBoot) {
   // Generous: the kill is immediate, but this machine may be loaded; a survivor stays forever.
   rec["qemu_gone"] = qemu_pidfd >= 0 && ::poll(&pf, 1, 60'000) == 1;
   if (qemu_pidfd >= 0) ::close(qemu_pidfd);
+  rec["run_dir_left_by_kill"] = !run_dir.empty() && ::access(run_dir.c_str(), F_OK) == 0;
+  // The next run sweeps it: one that fails right after (no such kernel) is enough.
+  std::vector<std::string> next = vmOptions();
+  next.insert(next.end(), {"--vm-kernel", "/nonexistent/vmlinuz"});
+  RunResult swept = run(corralArgv(next, {"/bin/true"}, false));
+  rec["next_run_exit"] = swept.exit_code;
+  rec["run_dir_swept"] = !run_dir.empty() && ::access(run_dir.c_str(), F_OK) != 0;
   save("killed", rec);
 }
 
