@@ -36,7 +36,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)protocol::decodeHello(fr.payload);
       (void)protocol::decodeOutputHeader(fr.payload);
       auto exit = protocol::decodeExit(fr.payload);
-      if (exit.ok()) PROPERTY(exit->exit_code >= 0 && exit->exit_code <= 255, "exit code out of range");
+      if (exit.ok()) {
+        PROPERTY(exit->exit_code >= 0 && exit->exit_code <= 255, "exit code out of range");
+        // What the host decoded, encoded again, decodes to the same verdicts (limits aside:
+        // decoding prefixes their mechanism with "guest ", which may pass the length cap).
+        corral::sandbox::RunReport copy = *exit;
+        copy.limits.clear();
+        auto again = protocol::decodeExit(protocol::encodeExit(copy));
+        PROPERTY(again.ok() && again->outputs.size() == exit->outputs.size(), "an exit report did not survive a round trip");
+        for (size_t i = 0; again.ok() && i < exit->outputs.size(); ++i)
+          PROPERTY(again->outputs[i].path == exit->outputs[i].path && again->outputs[i].status == exit->outputs[i].status,
+                   "an output verdict changed in a round trip");
+      }
     }
   }
   PROPERTY(parser.buffered() <= size, "the parser holds more than it was fed");

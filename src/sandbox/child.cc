@@ -85,7 +85,7 @@ void stamp(const Context& ctx, Milestone m) {
   if (::chdir(ctx.cwd ? ctx.cwd : "/workspace") != 0) fail(sync::Type::kExecFailed, sync::kStepChdir, errno, 125);
   if (int e = caps::dropAll()) fail(sync::Type::kExecFailed, sync::kStepCaps, e, 125);
   if (ctx.landlock_abi > 0)
-    if (int e = landlock::restrictSelf(ctx.landlock_abi)) fail(sync::Type::kExecFailed, sync::kStepLandlock, e, 125);
+    if (int e = landlock::restrictSelf(ctx.landlock_abi, ctx.kvm_device)) fail(sync::Type::kExecFailed, sync::kStepLandlock, e, 125);
   // After Landlock, which opens a descriptor per rule: --open-files 1..7 made it fail (EMFILE)
   // before the command ran. The limits only lower, which needs no capability.
   if (int e = rlimits::apply(ctx.rlimits)) fail(sync::Type::kExecFailed, sync::kStepRlimits, e, 125);

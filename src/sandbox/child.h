@@ -33,6 +33,7 @@ struct Context {
   rlimits::Plan rlimits;
   const seccomp::Program* seccomp = nullptr;
   int landlock_abi = 0;             // 0: not applied
+  bool kvm_device = false;          // /dev/kvm is mounted (SandboxSpec::kvm_device): Landlock opens it
   // corral's CPUs, read before the clone: init's own mask may be narrowed for a moment when
   // it first runs (cpu_placement.h), so the helper's placement starts from these.
   cpu_set_t caller_cpus{};

@@ -56,7 +56,7 @@ int abiVersion() {
   return v < 0 ? 0 : static_cast<int>(v);
 }
 
-int restrictSelf(int abi) {
+int restrictSelf(int abi, bool kvm) {
   const uint64_t handled = handledFs(abi);
   RulesetAttr attr{handled, 0, 0};
   size_t size = sizeof(uint64_t);
@@ -78,6 +78,7 @@ int restrictSelf(int abi) {
     if (err == 0) err = addRule(ruleset, dir, write_tree);
   for (const char* dev : kWritableDevices)
     if (err == 0) err = addRule(ruleset, dev, device);
+  if (kvm && err == 0) err = addRule(ruleset, "/dev/kvm", device);
   if (err == 0 && ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) err = errno;
   ::close(ruleset);
   return err;

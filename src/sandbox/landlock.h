@@ -16,7 +16,8 @@ inline constexpr const char* kWritableDevices[] = {"/dev/null",    "/dev/zero", 
 
 // Child side, after pivot_root and with no_new_privs set: builds and enforces the ruleset
 // for `abi` (> 0). Also scopes abstract UNIX sockets and signals to the sandbox on ABI >= 6.
+// `kvm`: /dev/kvm is in the sandbox (QEMU's jail under KVM) and opens like the devices above.
 // Returns 0 or errno.
-int restrictSelf(int abi);
+int restrictSelf(int abi, bool kvm = false);
 
 }  // namespace corral::sandbox::landlock

@@ -257,6 +257,7 @@ Result<RunReport> runLinux(const SandboxSpec& spec, const RunOptions& options) {
   ctx.rlimits = limits.rlimits;
   ctx.seccomp = &filter;
   ctx.landlock_abi = landlock_abi;
+  ctx.kvm_device = spec.kvm_device.has_value();
   ctx.caller_cpus_known = ::sched_getaffinity(0, sizeof ctx.caller_cpus, &ctx.caller_cpus) == 0;
 
   // A root caller's supplementary groups (gid 0 among them) would follow the clone and

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
 #include <sys/syscall.h>
@@ -26,6 +27,8 @@ constexpr uint64_t kRo = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODE
 // systems (Debian 12), real directories elsewhere; both are reproduced as found.
 constexpr std::array<const char*, 6> kTopLevel = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 constexpr std::array<const char*, 5> kDevices = {"null", "zero", "full", "random", "urandom"};
+// /dev/kvm's device number (Documentation/admin-guide/devices.txt: misc 232).
+constexpr unsigned kKvmMajor = 10, kKvmMinor = 232;
 // Host /etc entries that carry no secrets and that ordinary programs need: the dynamic
 // loader cache, the CA store (TLS clients), OpenSSL's config, and Debian's alternatives
 // links (awk, which, editor, ... resolve through /etc/alternatives), and netbase's service
@@ -113,10 +116,19 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
     etc.push_back({std::string("etc/") + e.path, e.dir, b.clone(host, kRo, "clone /etc entry")});
   }
   std::vector<Bound> devs;
-  devs.reserve(kDevices.size());
+  devs.reserve(kDevices.size() + 1);
   for (const char* d : kDevices)
     devs.push_back({std::string("dev/") + d, false,
                     b.clone(std::string("/dev/") + d, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "clone device node")});
+  // QEMU's jail under KVM (SandboxSpec::kvm_device): that one node and no other, checked to
+  // be the KVM device, so the field cannot bring in any other device of the host.
+  if (spec.kvm_device) {
+    struct stat st;
+    if (::lstat(spec.kvm_device->c_str(), &st) != 0) return sysError("the KVM device " + *spec.kvm_device);
+    if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(kKvmMajor, kKvmMinor))
+      return Error(Errc::kInvalidArgument, "the KVM device " + *spec.kvm_device + " is not char device 10:232");
+    devs.push_back({"dev/kvm", false, b.clone(*spec.kvm_device, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "clone the KVM device")});
+  }
   const size_t fixed_sources = plan.steps.size();
   // --ro-bind sources are the operator's choice: cloned before the maps, so the path walk to
   // each is the caller's own (as root, /root/project works although the sandbox uid cannot

@@ -73,6 +73,9 @@ struct SandboxSpec {
   // A host directory bound read-write as /workspace instead of the tmpfs: a daemon session's,
   // which lives in the daemon's state dir and outlives the sandbox (its cap is the directory's own).
   std::optional<std::string> workspace_bind;
+  // Host path of a KVM device node (char 10:232) mounted as /dev/kvm: set only by the VM
+  // backend for QEMU's jail under KVM (vm_backend.cc); exec has no option for it.
+  std::optional<std::string> kvm_device;
 };
 
 enum class KilledBy { kNone, kTimeout, kMemory, kPids, kCpuTime, kSignal };

@@ -5,7 +5,7 @@
 namespace corral::vm::frame {
 
 bool validType(uint8_t type, Direction d) {
-  if (d == Direction::kToGuest) return type == static_cast<uint8_t>(Type::kRequest);
+  if (d == Direction::kToGuest) return type == static_cast<uint8_t>(Type::kRequest) || type == static_cast<uint8_t>(Type::kStdin);
   switch (static_cast<Type>(type)) {
     case Type::kHello:
     case Type::kStarted:

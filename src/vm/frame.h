@@ -20,6 +20,7 @@ inline constexpr size_t kMaxPayload = size_t{64} * 1024;  // bounds what a hosti
 enum class Type : uint8_t {
   // host -> guest
   kRequest = 'R',  // JSON: the command, its environment, limits and declared outputs
+  kStdin = 'I',    // bytes of the caller's stdin for the command; an empty payload is its EOF
   // guest -> host
   kHello = 'H',    // JSON: agent started (kernel release, guest devices, mounts)
   kStarted = 'S',  // empty: the command is about to be executed

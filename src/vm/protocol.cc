@@ -2,6 +2,8 @@
 // JSON payloads of the control protocol; every field checked for type and range on decode.
 #include "vm/protocol.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 namespace corral::vm::protocol {
@@ -52,8 +54,24 @@ Result<std::vector<std::string>> strings(const Json& j, const char* key, size_t 
   return out;
 }
 
+// The wire names of an enum, from a table of {value, name}.
+template <typename E, size_t N>
+const char* nameOf(const std::pair<E, const char*> (&table)[N], E value, const char* fallback) {
+  for (const auto& [k, n] : table)
+    if (k == value) return n;
+  return fallback;
+}
+template <typename E, size_t N>
+std::optional<E> valueOf(const std::pair<E, const char*> (&table)[N], const std::string& name) {
+  for (const auto& [k, n] : table)
+    if (name == n) return k;
+  return std::nullopt;
+}
+
 constexpr uint64_t kMaxMs = 366ull * 24 * 3'600'000;
 constexpr uint64_t kMaxBytes = 1ull << 40;
+// As many outputs as a request may declare.
+constexpr size_t kMaxOutputs = 65536;
 
 }  // namespace
 
@@ -79,7 +97,7 @@ Result<sandbox::SandboxSpec> decodeRequest(std::string_view text) {
   sandbox::SandboxSpec s;
   ASSIGN_OR_RETURN(s.argv, strings(j, "argv", 65536));
   ASSIGN_OR_RETURN(s.env, strings(j, "env", 65536));
-  ASSIGN_OR_RETURN(s.outputs, strings(j, "outputs", 65536));
+  ASSIGN_OR_RETURN(s.outputs, strings(j, "outputs", kMaxOutputs));
   if (s.argv.empty()) return bad("request: empty argv");
   auto it = j.find("limits");
   if (it == j.end() || !it->is_object()) return bad("request: no limits");
@@ -126,10 +144,7 @@ constexpr std::pair<OutputKind, const char*> kKinds[] = {
 }
 
 std::string encodeOutputHeader(const OutputHeader& h) {
-  const char* kind = "other";
-  for (const auto& [k, n] : kKinds)
-    if (k == h.kind) kind = n;
-  return Json{{"path", h.path}, {"kind", kind}, {"links", h.links}, {"size", h.size}}.dump(-1, ' ', false,
+  return Json{{"path", h.path}, {"kind", nameOf(kKinds, h.kind, "other")}, {"links", h.links}, {"size", h.size}}.dump(-1, ' ', false,
                                                                                          Json::error_handler_t::replace);
 }
 
@@ -137,21 +152,32 @@ Result<OutputHeader> decodeOutputHeader(std::string_view text) {
   ASSIGN_OR_RETURN(Json j, parseObject(text, "output header"));
   OutputHeader h;
   ASSIGN_OR_RETURN(h.path, str(j, "path", 4096));
-  ASSIGN_OR_RETURN(std::string kind, str(j, "kind", 16));
-  bool known = false;
-  for (const auto& [k, n] : kKinds)
-    if (kind == n) h.kind = k, known = true;
-  if (!known) return bad("output header: unknown kind");
+  ASSIGN_OR_RETURN(std::string kind_name, str(j, "kind", 16));
+  const std::optional<OutputKind> kind = valueOf(kKinds, kind_name);
+  if (!kind) return bad("output header: unknown kind");
+  h.kind = *kind;
   ASSIGN_OR_RETURN(h.links, u64(j, "links", 1u << 20));
   ASSIGN_OR_RETURN(h.size, u64(j, "size", kMaxBytes));
   return h;
 }
+
+namespace {
+using OutputStatus = sandbox::OutputResult::Status;
+constexpr std::pair<OutputStatus, const char*> kOutputStatuses[] = {{OutputStatus::kCopied, "copied"},
+                                                                    {OutputStatus::kMissing, "missing"},
+                                                                    {OutputStatus::kRefused, "refused"},
+                                                                    {OutputStatus::kWithheld, "withheld"}};
+}  // namespace
 
 std::string encodeExit(const sandbox::RunReport& r) {
   Json limits = Json::array();
   for (const sandbox::LimitUse& u : r.limits)
     limits.push_back({{"limit", sandbox::limitName(u.limit)}, {"value", u.value ? Json(*u.value) : Json(nullptr)},
                       {"mechanism", u.mechanism}});
+  Json outputs = Json::array();
+  for (const sandbox::OutputResult& o : r.outputs) {
+    outputs.push_back({{"path", o.path}, {"status", nameOf(kOutputStatuses, o.status, "missing")}, {"reason", o.reason}, {"bytes", o.bytes}});
+  }
   Json j = {{"exit_code", r.exit_code},
             {"command_status", r.command_status ? Json(*r.command_status) : Json(nullptr)},
             {"signal", r.signal ? Json(*r.signal) : Json(nullptr)},
@@ -162,6 +188,7 @@ std::string encodeExit(const sandbox::RunReport& r) {
             {"cgroup", r.cgroup},
             {"landlock_abi", static_cast<uint64_t>(r.landlock_abi)},
             {"limits", limits},
+            {"outputs", outputs},
             {"error", r.error}};
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -199,6 +226,20 @@ Result<sandbox::RunReport> decodeExit(std::string_view text) {
     ASSIGN_OR_RETURN(auto value, optU64(e, "value", UINT64_MAX));
     ASSIGN_OR_RETURN(std::string mech, str(e, "mechanism", 64));
     r.limits.push_back({*limit, value, "guest " + mech});
+  }
+  it = j.find("outputs");
+  if (it == j.end() || !it->is_array() || it->size() > kMaxOutputs) return bad("exit report: outputs");
+  for (const Json& e : *it) {
+    if (!e.is_object()) return bad("exit report: outputs");
+    sandbox::OutputResult o;
+    ASSIGN_OR_RETURN(o.path, str(e, "path", 4096));
+    ASSIGN_OR_RETURN(std::string status_name, str(e, "status", 16));
+    const std::optional<OutputStatus> verdict = valueOf(kOutputStatuses, status_name);
+    if (!verdict) return bad("exit report: unknown output status");
+    o.status = *verdict;
+    ASSIGN_OR_RETURN(o.reason, str(e, "reason", 4096));
+    ASSIGN_OR_RETURN(o.bytes, u64(e, "bytes", kMaxBytes));
+    r.outputs.push_back(std::move(o));
   }
   ASSIGN_OR_RETURN(r.error, str(j, "error", 4096));
   return r;

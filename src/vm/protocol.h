@@ -36,7 +36,9 @@ struct OutputHeader {
 std::string encodeOutputHeader(const OutputHeader& h);
 Result<OutputHeader> decodeOutputHeader(std::string_view json);
 
-// Guest -> host: the guest's run report; outputs are the host's own business (copy-back).
+// Guest -> host: the guest's run report, with the guest's own copy-back verdict per output
+// (the guest's sandbox copies outputs onto its disk first). The host copies back only what
+// it checked itself; the guest's verdicts explain what it never sent.
 std::string encodeExit(const sandbox::RunReport& r);
 Result<sandbox::RunReport> decodeExit(std::string_view json);
 

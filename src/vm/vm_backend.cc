@@ -2,9 +2,11 @@
 // Launch order of a VM run: accelerator, images, jailed QEMU, control protocol, copy-back.
 #include "vm/vm_backend.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -24,11 +26,12 @@
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
 #include "vm/accel.h"
+#include "vm/control_session.h"
 #include "vm/frame.h"
 #include "vm/images.h"
 #include "vm/output_receiver.h"
 #include "vm/protocol.h"
-#include "vm/qemu_command.h"
+#include "vm/qemu_jail.h"
 
 namespace corral::vm {
 namespace {
@@ -52,19 +55,48 @@ constexpr auto kTimeoutGrace = std::chrono::seconds(10);
 
 double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// The per-run directory (workspace image, staging tree), removed with everything in it.
+// The per-run directory (workspace image, staging tree), removed with everything in it. A
+// run holds a flock on it for its whole life, so that one killed with SIGKILL (which leaves
+// the directory behind) can be told from a live one and swept by the next run.
 class RunDir {
  public:
   static Result<RunDir> create() {
-    const char* t = std::getenv("TMPDIR");
-    std::string tmpl = std::string(t && *t == '/' ? t : "/tmp") + "/corral-vm-run-XXXXXX";
+    // Made under another name and renamed once locked: a sweep never sees it unlocked.
+    std::string tmpl = base() + "/corral-vm-new-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return sysError("mkdtemp " + tmpl);
     RunDir d;
-    d.path_ = tmpl;
+    d.lock_.reset(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!d.lock_.valid() || ::flock(d.lock_.get(), LOCK_EX) != 0) {
+      ::rmdir(tmpl.c_str());
+      return sysError("lock " + tmpl);
+    }
+    d.path_ = base() + "/" + kPrefix + tmpl.substr(tmpl.size() - 6);
+    if (::rename(tmpl.c_str(), d.path_.c_str()) != 0) {
+      ::rmdir(tmpl.c_str());
+      d.path_.clear();
+      return sysError("rename " + tmpl);
+    }
     return d;
   }
+  // Removes the directories of runs that died without cleaning up: this uid's (as root also
+  // the jail uid's, which owns them once a run starts), and only those nobody holds locked.
+  static void sweepStale(uid_t jail_uid) {
+    UniqueFd dir(::open(base().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DIR* d = dir.valid() ? ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0)) : nullptr;
+    while (dirent* e = d ? ::readdir(d) : nullptr) {
+      if (std::string_view(e->d_name).rfind(kPrefix, 0) != 0) continue;
+      UniqueFd fd(::openat(dir.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat st;
+      if (!fd.valid() || ::fstat(fd.get(), &st) != 0) continue;
+      if (st.st_uid != ::getuid() && !(::getuid() == 0 && st.st_uid == jail_uid)) continue;
+      if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // a live run's
+      removeContents(fd.get());
+      ::unlinkat(dir.get(), e->d_name, AT_REMOVEDIR);
+    }
+    if (d) ::closedir(d);
+  }
   RunDir() = default;
-  RunDir(RunDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  RunDir(RunDir&& o) noexcept : path_(std::move(o.path_)), lock_(std::move(o.lock_)) { o.path_.clear(); }
   RunDir& operator=(RunDir&&) = delete;
   ~RunDir() {
     if (path_.empty()) return;
@@ -75,7 +107,13 @@ class RunDir {
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr char kPrefix[] = "corral-vm-run-";
+  static std::string base() {
+    const char* t = std::getenv("TMPDIR");
+    return std::string(t && *t == '/' ? t : "/tmp");
+  }
   std::string path_;
+  UniqueFd lock_;
 };
 
 // The jailer: a child process that runs QEMU in corral's namespace sandbox. It dies with
@@ -99,7 +137,16 @@ class Jailer {
       sandbox::SandboxSpec s = qemu_spec;
       const int out = ::fcntl(channel.get(), F_DUPFD_CLOEXEC, 3);
       s.stdio = {channel.get(), out, err_w.get()};
-      auto r = sandbox::runLinux(s, {});
+      // Staging the workspace as root switches this process's fsuid, and the kernel clears
+      // the parent-death signal on any credential change: arm it again once staging is done,
+      // then check corral did not die in between (the signal would have been lost).
+      sandbox::RunOptions options;
+      options.before_command = [parent](int) -> Result<void> {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) return Error(Errc::kIo, "corral ended while QEMU's jail was being built");
+        return {};
+      };
+      auto r = sandbox::runLinux(s, options);
       if (!r) {
         std::string m = "corral: QEMU jail: " + r.error().message() + "\n";
         (void)!::write(err_w.get(), m.data(), m.size());
@@ -190,33 +237,39 @@ Result<std::string> placeInRunDir(const std::string& src, const RunDir& dir, con
 
 struct Images {
   std::string kernel_source;  // as chosen, before it is placed in the run dir
-  std::string kernel, release, initrd, rootfs, workspace;
+  std::string release;
+  JailFiles jail;
 };
 
-Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& vm, const RunDir& dir, Json& timings) {
+Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& vm, const AccelProbe& accel,
+                             const RunDir& dir, Json& timings) {
   const auto t0 = Clock::now();
   Images im;
   if (vm.kernel) {
-    im.kernel = *vm.kernel;
+    im.kernel_source = *vm.kernel;
   } else {
-    ASSIGN_OR_RETURN(im.kernel, images::defaultKernel());
+    ASSIGN_OR_RETURN(im.kernel_source, images::defaultKernel());
   }
-  ASSIGN_OR_RETURN(im.release, images::kernelRelease(im.kernel));
-  im.kernel_source = im.kernel;
+  ASSIGN_OR_RETURN(im.release, images::kernelRelease(im.kernel_source));
   ASSIGN_OR_RETURN(std::string cache, images::cacheDir());
   ASSIGN_OR_RETURN(std::string agent, agentPath());
   ASSIGN_OR_RETURN(std::string initrd, images::initramfs(cache, agent, im.release));
   ASSIGN_OR_RETURN(std::string rootfs, images::rootfs(cache));
-  ASSIGN_OR_RETURN(im.initrd, placeInRunDir(initrd, dir, "initrd"));
-  ASSIGN_OR_RETURN(im.rootfs, placeInRunDir(rootfs, dir, "rootfs"));
-  ASSIGN_OR_RETURN(im.kernel, placeInRunDir(im.kernel, dir, "kernel"));
+  JailFiles& j = im.jail;
+  j.qemu = accel.qemu;
+  ASSIGN_OR_RETURN(j.initrd, placeInRunDir(initrd, dir, "initrd"));
+  ASSIGN_OR_RETURN(j.rootfs, placeInRunDir(rootfs, dir, "rootfs"));
+  ASSIGN_OR_RETURN(j.kernel, placeInRunDir(im.kernel_source, dir, "kernel"));
+  if (accel.kind == AccelProbe::Kind::kKvm) {
+    ASSIGN_OR_RETURN(j.kvm_node, kvmNode(dir.path()));
+  }
   timings["images_ms"] = msSince(t0);
   const auto t1 = Clock::now();
   // The disk goes in as QEMU's own /workspace (staged sparse, so only written blocks take
   // memory): QEMU writes it there, in its jail's tmpfs, and the host never reads it back.
-  im.workspace = dir.path() + "/disk";
-  if (::mkdir(im.workspace.c_str(), 0700) != 0) return sysError("mkdir " + im.workspace);
-  RETURN_IF_ERROR(images::workspaceImage(spec.workspace.value_or(""), spec.limits.workspace_bytes, im.workspace + "/workspace.img"));
+  j.disk_dir = dir.path() + "/disk";
+  if (::mkdir(j.disk_dir.c_str(), 0700) != 0) return sysError("mkdir " + j.disk_dir);
+  RETURN_IF_ERROR(images::workspaceImage(spec.workspace.value_or(""), spec.limits.workspace_bytes, j.disk_dir + "/workspace.img"));
   if (::getuid() == 0) {
     const uid_t sandbox_uid = sandbox::userns::planIdMap(0, 0).host_uid;
     if (::chown(dir.path().c_str(), sandbox_uid, sandbox_uid) != 0) return sysError("chown the VM run directory");
@@ -226,36 +279,6 @@ Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& 
   }
   timings["workspace_image_ms"] = msSince(t1);
   return im;
-}
-
-// QEMU's jail: a namespace sandbox like any other (own user, mount, pid, network and IPC
-// namespaces, seccomp, no capabilities), seeing the read-only runtime it runs from and the
-// four files it boots, nothing else of the host. Its private /tmp holds the workspace overlay.
-sandbox::SandboxSpec qemuSpec(const Images& im, const AccelProbe& accel, const VmOptions& vm,
-                              const sandbox::SandboxSpec& spec, std::chrono::milliseconds watchdog, uint64_t qemu_memory) {
-  QemuPlan plan;
-  plan.qemu = accel.qemu;
-  plan.kvm = accel.kind == AccelProbe::Kind::kKvm;
-  plan.memory_mib = vm.memory_bytes >> 20;
-  plan.cpus = vm.cpus;
-  plan.kernel = "/vm/kernel";
-  plan.initrd = "/vm/initrd";
-  plan.rootfs = "/vm/rootfs";
-  plan.workspace = "/workspace/workspace.img";
-  sandbox::SandboxSpec q;
-  q.argv = qemuArgs(plan);
-  q.env = {"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/workspace"};
-  q.ro_binds = {{im.kernel, "/vm/kernel"}, {im.initrd, "/vm/initrd"}, {im.rootfs, "/vm/rootfs"}};
-  q.workspace = im.workspace;
-  q.limits.memory_bytes = qemu_memory;
-  // Without a memory cgroup the cap is RLIMIT_AS on QEMU, which the run reports.
-  q.limits.allow_weaker = {sandbox::Limit::kMemory};
-  q.limits.pids = 64 + vm.cpus;
-  q.limits.timeout = watchdog;
-  q.limits.tmp_bytes = 1u << 20;
-  q.limits.file_size_bytes = spec.limits.workspace_bytes + (1u << 20);
-  q.limits.workspace_bytes = spec.limits.workspace_bytes + (1u << 20);
-  return q;
 }
 
 void addLimit(sandbox::RunReport& r, sandbox::Limit l, std::optional<uint64_t> v, const std::string& mech) {
@@ -312,9 +335,10 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   if (spec.workspace) {
     ASSIGN_OR_RETURN(host_ws, sandbox::workspace::openHostDir(*spec.workspace));
   }
+  RunDir::sweepStale(sandbox::userns::planIdMap(0, 0).host_uid);
   ASSIGN_OR_RETURN(RunDir dir, RunDir::create());
   Json timings = Json::object();
-  ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, dir, timings));
+  ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, accel, dir, timings));
   const std::string kernel_source = im.kernel_source;
   vmj["kernel"] = vm.kernel ? *vm.kernel : kernel_source;
   vmj["kernel_release"] = im.release;
@@ -337,22 +361,31 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   UniqueFd err_r(errp[0]), err_w(errp[1]);
   Signals signals;
   const auto qemu_start = Clock::now();
-  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuSpec(im, accel, vm, spec, jail_timeout, qemu_memory), std::move(ctl_child), std::move(err_w)));
+  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuJailSpec(im.jail, vm, spec.limits.workspace_bytes, jail_timeout, qemu_memory), std::move(ctl_child), std::move(err_w)));
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
 
   sandbox::RunReport& report = run.report;
   frame::Parser parser(frame::Direction::kToHost);
+  ControlSession session(spec, outputs,
+                         {[&ctl](std::string_view request) { return sendFrame(ctl.get(), frame::Type::kRequest, request); },
+                          [](frame::Type stream, std::string_view bytes) { writeAll(stream == frame::Type::kStdout ? 1 : 2, bytes); }});
   std::string qemu_err;
-  bool hello = false, command_started = false, done = false;
+  bool done = false;
   std::optional<Clock::time_point> command_deadline;
   std::optional<Error> failure;
   std::optional<int> by_signal;
   bool watchdog_fired = false;
+  bool err_open = true;
+  // The caller's stdin goes to the command once it started: read only when nothing is still
+  // pending, and sent without blocking, so a command that never reads cannot stall the
+  // supervisor (and with it the output frames the guest is waiting to send).
+  bool stdin_open = true;
+  std::string stdin_pending;
   char buf[65536];
   while (!done && !failure && !by_signal && !watchdog_fired) {
     const auto now = Clock::now();
     const auto deadline = command_deadline ? *command_deadline : qemu_start + boot_deadline;
-    if (!command_started && !hello && now >= qemu_start + boot_deadline) {
+    if (!session.started() && !session.helloSeen() && now >= qemu_start + boot_deadline) {
       failure = Error(Errc::kIo, "--backend vm: the guest did not boot within " +
                                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(boot_deadline).count()) + " s");
       break;
@@ -361,10 +394,14 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
       watchdog_fired = true;
       break;
     }
-    const int wait_ms = (hello && !command_deadline) ? -1
+    const int wait_ms = (session.helloSeen() && !command_deadline) ? -1
                         : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
-    pollfd fds[3] = {{ctl.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
-    if (::poll(fds, 3, wait_ms) < 0) {
+    const bool read_stdin = stdin_open && session.started() && stdin_pending.empty();
+    pollfd fds[4] = {{ctl.get(), static_cast<short>(POLLIN | (stdin_pending.empty() ? 0 : POLLOUT)), 0},
+                     {err_open ? err_r.get() : -1, POLLIN, 0},
+                     {signals.fd(), POLLIN, 0},
+                     {read_stdin ? 0 : -1, POLLIN, 0}};
+    if (::poll(fds, 4, wait_ms) < 0) {
       if (errno == EINTR) continue;
       failure = sysError("poll");
       break;
@@ -377,7 +414,25 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
     if (fds[1].revents & (POLLIN | POLLHUP)) {
       ssize_t n = ::read(err_r.get(), buf, sizeof buf);
       if (n > 0 && qemu_err.size() < 4096) qemu_err.append(buf, static_cast<size_t>(n));
-      if (n == 0) fds[1].fd = -1;
+      if (n == 0) err_open = false;
+    }
+    if (fds[3].revents) {
+      const ssize_t n = ::read(0, buf, frame::kMaxPayload);
+      if (n > 0) {
+        stdin_pending = frame::encode(frame::Type::kStdin, std::string_view(buf, static_cast<size_t>(n)));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        stdin_pending = frame::encode(frame::Type::kStdin, "");  // EOF (or stdin unreadable): the command reads EOF
+        stdin_open = false;
+      }
+    }
+    if ((fds[0].revents & POLLOUT) && !stdin_pending.empty()) {
+      const ssize_t n = ::send(ctl.get(), stdin_pending.data(), stdin_pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        stdin_pending.erase(0, static_cast<size_t>(n));
+      } else if (n < 0 && errno != EINTR && errno != EAGAIN) {
+        stdin_pending.clear();  // the VM is going away: its end of the channel says why below
+        stdin_open = false;
+      }
     }
     if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     ssize_t n = ::read(ctl.get(), buf, sizeof buf);
@@ -395,61 +450,22 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
         break;
       }
       if (!*next) break;
-      frame::Frame& f = **next;
-      // Order is part of the protocol: hello first, then the command's output, outputs, exit.
-      if (f.type == frame::Type::kHello) {
-        if (hello) {
-          failure = Error(Errc::kIo, "control channel: a second hello");
-          break;
-        }
-        auto h = protocol::decodeHello(f.payload);
-        if (!h) {
-          failure = h.error();
-          break;
-        }
-        hello = true;
-        timings["agent_hello_ms"] = msSince(qemu_start);
-        vmj["guest_kernel"] = h->kernel;
-        vmj["guest_devices"] = h->devices;
-        vmj["guest_pci_devices"] = h->pci;
-        vmj["guest_fs_types"] = h->fs_types;
-        if (!sendFrame(ctl.get(), frame::Type::kRequest, protocol::encodeRequest(spec))) {
-          failure = Error(Errc::kIo, "control channel: cannot send the request");
-          break;
-        }
-        continue;
-      }
-      if (!hello) {
-        failure = Error(Errc::kIo, "control channel: a frame before the agent's hello");
+      auto event = session.onFrame(**next);
+      if (!event) {
+        failure = event.error();
         break;
       }
-      if (f.type == frame::Type::kStarted) {
-        if (command_started) {
-          failure = Error(Errc::kIo, "control channel: a second start");
-          break;
-        }
-        command_started = true;
+      if (*event == ControlSession::Event::kHello) {
+        timings["agent_hello_ms"] = msSince(qemu_start);
+        vmj["guest_kernel"] = session.hello().kernel;
+        vmj["guest_devices"] = session.hello().devices;
+        vmj["guest_pci_devices"] = session.hello().pci;
+        vmj["guest_fs_types"] = session.hello().fs_types;
+      } else if (*event == ControlSession::Event::kStarted) {
         timings["command_start_ms"] = msSince(qemu_start);
         if (spec.limits.timeout) command_deadline = Clock::now() + command_allowance;
-      } else if (f.type == frame::Type::kStdout || f.type == frame::Type::kStderr) {
-        writeAll(f.type == frame::Type::kStdout ? 1 : 2, f.payload);
-      } else if (f.type == frame::Type::kOutput || f.type == frame::Type::kData) {
-        auto ok = f.type == frame::Type::kOutput ? outputs.onHeader(f.payload) : outputs.onData(f.payload);
-        if (!ok) {
-          failure = ok.error();
-          break;
-        }
-      } else if (f.type == frame::Type::kExit) {
-        auto r = protocol::decodeExit(f.payload);
-        if (!r) {
-          failure = r.error();
-          break;
-        }
-        if (auto fin = outputs.finish(); !fin) {
-          failure = fin.error();
-          break;
-        }
-        report = std::move(*r);
+      } else if (*event == ControlSession::Event::kExit) {
+        report = std::move(session.report());
         done = true;
         break;
       }
@@ -478,7 +494,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
     return run;
   }
   if (failure) {
-    if (!command_started) return *failure;
+    if (!session.started()) return *failure;
     report = {};
     report.wall_ms = msSince(started);
     report.exit_code = kExitCorral;
@@ -491,8 +507,19 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   if (spec.limits.timeout)
     addLimit(report, sandbox::Limit::kTimeout, static_cast<uint64_t>(spec.limits.timeout->count()), "guest timer + host watchdog");
   addLimit(report, sandbox::Limit::kWorkspaceSize, spec.limits.workspace_bytes, "guest tmpfs + ext4 disk size");
+  // The guest's verdicts stand where the host copies nothing (the guest refused an output:
+  // all or none), and explain an output the guest never sent; what the host copies, it
+  // checked itself.
   if (report.exit_code != kExitCorral && spec.workspace && !spec.outputs.empty()) {
+    const std::vector<sandbox::OutputResult> guest = std::move(report.outputs);
     report.outputs = sandbox::workspace::copyBack(outputs.root(), host_ws.get(), spec.outputs);
+    for (sandbox::OutputResult& o : report.outputs)
+      for (const sandbox::OutputResult& g : guest)
+        if (o.status == sandbox::OutputResult::Status::kMissing && g.path == o.path &&
+            g.status != sandbox::OutputResult::Status::kCopied) {
+          o.status = g.status;
+          o.reason = g.reason;
+        }
     for (const sandbox::OutputResult& o : report.outputs)
       if (o.status == sandbox::OutputResult::Status::kRefused) {
         report.exit_code = kExitCorral;

@@ -15,7 +15,8 @@ Result<void> checkSpec(const sandbox::SandboxSpec& spec, const VmOptions& vm, bo
     return refuse("--net proxy: not available with --backend vm yet (the virtio-serial relay is planned, issue 23)");
   if (spec.proxy.channel >= 0) return refuse("a proxy channel: not available with --backend vm");
   if (spec.stdio.in >= 0 || spec.stdio.out >= 0 || spec.stdio.err >= 0)
-    return refuse("replacement stdio fds: the VM backend relays only the command's stdout and stderr");
+    return refuse("replacement stdio fds: the VM backend relays only the caller's own stdin, stdout and stderr");
+  if (spec.kvm_device) return refuse("a KVM device for the command: only QEMU's own jail gets /dev/kvm");
   if (spec.stage_only) return refuse("a narrowed workspace stage: not available with --backend vm");
   if (spec.limits.memory_bytes && *spec.limits.memory_bytes > vm.memory_bytes)
     return refuse("--memory: larger than the VM (--vm-memory " + std::to_string(vm.memory_bytes >> 20) + "M)");

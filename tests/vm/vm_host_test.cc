@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "sandbox/workspace.h"
+#include "vm/control_session.h"
 #include "vm/frame.h"
 #include "vm/output_receiver.h"
 #include "vm/protocol.h"
@@ -57,10 +58,10 @@ TEST(VmOutputsCopyBackChecked, HostileGuestSymlinkHardLinkAndFifoRefusedByCopyBa
 }
 
 TEST(VmOutputsCopyBackChecked, HostileGuestUndeclaredOrEscapingPathRefusedByTheReceiver) {
-  for (const std::string& path : {"other.txt", "../out.txt", "/etc/passwd", "a/../out.txt", "out.txt/", ""}) {
+  for (const char* path : {"other.txt", "../out.txt", "/etc/passwd", "a/../out.txt", "out.txt/", ""}) {
     HostileRun run({"out.txt"});
     ASSERT_TRUE(run.rx);
-    EXPECT_FALSE(run.send(path, protocol::OutputKind::kFile, "x")) << claim("vm.outputs-copy-back-checked", "accepted path '" + path + "'");
+    EXPECT_FALSE(run.send(path, protocol::OutputKind::kFile, "x")) << claim("vm.outputs-copy-back-checked", "accepted path '" + std::string(path) + "'");
   }
   HostileRun twice({"out.txt"});
   ASSERT_TRUE(twice.send("out.txt", protocol::OutputKind::kFile, "a"));
@@ -102,11 +103,90 @@ TEST(VmControlFramesChecked, MalformedGuestFramesRefusedAndTheStreamStaysRefused
     p.feed(frame::encode(frame::Type::kStdout, "after"));
     EXPECT_FALSE(p.next().ok()) << claim("vm.control-frames-checked", "the stream recovered after a malformed frame");
   }
-  for (const std::string& json : {"", "[]", "{\"exit_code\": -1}", "{\"exit_code\": 0}", "not json",
-                                  "{\"exit_code\":0,\"command_status\":0,\"signal\":null,\"killed_by\":\"bogus\"}"})
-    EXPECT_FALSE(protocol::decodeExit(json).ok()) << claim("vm.control-frames-checked", "accepted exit report " + json);
+  for (const char* json : {"", "[]", "{\"exit_code\": -1}", "{\"exit_code\": 0}", "not json",
+                           "{\"exit_code\":0,\"command_status\":0,\"signal\":null,\"killed_by\":\"bogus\"}"})
+    EXPECT_FALSE(protocol::decodeExit(json).ok()) << claim("vm.control-frames-checked", std::string("accepted exit report ") + json);
   EXPECT_FALSE(protocol::decodeHello("{\"kernel\": 1}").ok());
   EXPECT_FALSE(protocol::decodeOutputHeader("{\"path\":\"a\",\"kind\":\"socket\",\"links\":1,\"size\":0}").ok());
+}
+
+// The supervisor's order checks (vm::ControlSession, what runVm feeds every frame to): a
+// hostile guest's frame sequences, each refused at the frame that breaks the order.
+struct Hostile {
+  sandbox::SandboxSpec spec;
+  TempDir staging{"vm-session"};
+  std::optional<OutputReceiver> rx;
+  std::optional<corral::vm::ControlSession> session;
+  int requests = 0;
+  std::string relayed;
+  Hostile() {
+    spec.argv = {"/bin/true"};
+    spec.outputs = {"out.txt"};
+    auto r = OutputReceiver::create(staging.path(), spec.outputs, 1 << 20);
+    if (r) rx.emplace(std::move(*r));
+    session.emplace(spec, *rx,
+                    corral::vm::ControlSession::Io{[this](std::string_view) { return ++requests, true; },
+                                                   [this](frame::Type, std::string_view b) { relayed.append(b); }});
+  }
+  // The frames in order; the index of the first one refused, or -1 when all were taken.
+  int feed(const std::vector<frame::Frame>& frames) {
+    for (size_t i = 0; i < frames.size(); ++i)
+      if (!session->onFrame(frames[i])) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+std::string exitWith(const std::vector<sandbox::OutputResult>& verdicts) {
+  sandbox::RunReport r;
+  r.exit_code = 0;
+  r.command_status = 0;
+  r.outputs = verdicts;
+  return protocol::encodeExit(r);
+}
+
+TEST(VmControlFramesChecked, HostileGuestFramesOutOfOrderEndTheRun) {
+  using T = frame::Type;
+  const frame::Frame hello{T::kHello, protocol::encodeHello({"6.1", {}, {}, {}})}, start{T::kStarted, ""};
+  const frame::Frame out{T::kStdout, "x"}, exit{T::kExit, exitWith({})};
+  const frame::Frame header{T::kOutput, protocol::encodeOutputHeader({"out.txt", protocol::OutputKind::kFile, 1, 1})};
+  const sandbox::OutputResult undeclared{"other.txt", sandbox::OutputResult::Status::kRefused, "symlink", 0};
+  const sandbox::OutputResult declared{"out.txt", sandbox::OutputResult::Status::kWithheld, "", 0};
+  const std::vector<std::pair<std::string, std::vector<frame::Frame>>> cases = {
+      {"stdout before the hello", {out}},
+      {"exit before the hello", {exit}},
+      {"a second hello", {hello, hello}},
+      {"a second start", {hello, start, start}},
+      {"an output before the start", {hello, header}},
+      {"output data before the start", {hello, {T::kData, "x"}}},
+      {"a frame after the exit", {hello, start, exit, out}},
+      {"a second exit", {hello, start, exit, exit}},
+      {"a verdict on an undeclared output", {hello, start, {T::kExit, exitWith({undeclared})}}},
+      {"two verdicts on one output", {hello, start, {T::kExit, exitWith({declared, declared})}}},
+      {"an output left half sent", {hello, start, header, exit}},
+      {"a request from the guest", {hello, {T::kRequest, "{}"}}},
+  };
+  for (const auto& [what, frames] : cases) {
+    Hostile h;
+    EXPECT_EQ(h.feed(frames), static_cast<int>(frames.size()) - 1) << claim("vm.control-frames-checked", "accepted " + what);
+    EXPECT_LE(h.requests, 1) << what;
+  }
+}
+
+// Control: an honest guest's sequence is taken whole, with one request sent and output relayed.
+TEST(VmControlFramesChecked, ControlAnHonestSequenceIsTaken) {
+  using T = frame::Type;
+  Hostile h;
+  const int refused = h.feed({{T::kHello, protocol::encodeHello({"6.1", {}, {}, {}})},
+                              {T::kStdout, "hi"},
+                              {T::kStarted, ""},
+                              {T::kStderr, "!"},
+                              {T::kOutput, protocol::encodeOutputHeader({"out.txt", protocol::OutputKind::kFile, 1, 2})},
+                              {T::kData, "ok"},
+                              {T::kExit, exitWith({{"out.txt", sandbox::OutputResult::Status::kCopied, "", 2}})}});
+  EXPECT_EQ(refused, -1);
+  EXPECT_EQ(h.requests, 1);
+  EXPECT_EQ(h.relayed, "hi!");
+  EXPECT_EQ(h.session->report().exit_code, 0);
 }
 
 // Control: well-formed frames, split at every byte, parse back exactly.

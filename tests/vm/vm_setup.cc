@@ -3,18 +3,22 @@
 // its command runs. Each records raw observations; the claim tests judge them.
 #include "vm_setup.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "base/unique_fd.h"
 #include "harness.h"
 
 namespace corral::testing::vm {
@@ -67,6 +71,15 @@ namespace {
 void save(const std::string& name, const Json& j) {
   std::ofstream(recordPath(name)) << j.dump(2);
 }
+
+// A setup test's start: with no VM here it records why and skips (the claim tests then skip
+// with the same reason); otherwise it drops the last run's record.
+#define CORRAL_VM_SETUP(name)                          \
+  if (const std::string why = whyNoVm(); !why.empty()) { \
+    save(name, {{"skipped", why}});                    \
+    GTEST_SKIP() << why;                               \
+  }                                                    \
+  ::unlink(recordPath(name).c_str())
 
 // "@@ name" lines split the battery's stdout into one entry per check.
 Json splitChecks(const std::string& out) {
@@ -132,16 +145,31 @@ std::string nsLink(const std::string& pid, const char* ns) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
+// QEMU's resident memory beside the guest's: RSS of the whole process, and of the one mapping
+// the size of the guest's RAM (what the guest itself touched). The rest is QEMU's overhead,
+// the figure Firecracker publishes as under 5 MiB for its VMM (docs/benchmarks-vm.md).
+Json qemuMemory(const std::string& pid, uint64_t ram_kib) {
+  std::ifstream in("/proc/" + pid + "/smaps");
+  if (!in) return {{"unreadable", std::strerror(errno)}};
+  uint64_t total = 0, guest = 0, size = 0;
+  bool found = false;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long long v = 0;
+    if (std::sscanf(line.c_str(), "Size: %llu kB", &v) == 1) size = v;
+    if (std::sscanf(line.c_str(), "Rss: %llu kB", &v) == 1) {
+      total += v;
+      if (size == ram_kib && !found) guest = v, found = true;
+    }
+  }
+  return {{"rss_kib", total}, {"guest_ram_rss_kib", guest}, {"guest_ram_mapping_found", found},
+          {"overhead_kib", total - guest}};
+}
+
 }  // namespace
 
 // Boot 1: the probe battery inside the guest, plus declared outputs.
 TEST(VmSetup, BatteryBoot) {
-  const std::string why = whyNoVm();
-  if (!why.empty()) {
-    save("battery", {{"skipped", why}});
-    GTEST_SKIP() << why;
-  }
-  ::unlink(recordPath("battery").c_str());
+  CORRAL_VM_SETUP("battery");
   TempDir ws("vm-ws"), host("vm-host");
   fs::copy_file(probeHostPath(), ws / "corral-probe");
   ::chmod((ws / "corral-probe").c_str(), 0755);
@@ -198,15 +226,37 @@ TEST(VmSetup, BatteryBoot) {
   ASSERT_TRUE(r.report.has_value()) << "the battery VM gave no report" << r.describe();
 }
 
+// Boot 3: an honest run whose declared output must come back (the copy-back control).
+TEST(VmSetup, OutputsBoot) {
+  CORRAL_VM_SETUP("outputs");
+  TempDir ws("vm-out"), host("vm-stdin");
+  // The output is what the command read on stdin: more than one frame's worth (64 KiB), so
+  // the caller's stdin crosses the control channel in several frames and then its EOF.
+  std::string input = "vm-output\n";
+  while (input.size() < 150'000) input += uniqueName("stdin") + "\n";
+  host.write("stdin.txt", input);
+  UniqueFd in(::open((host / "stdin.txt").c_str(), O_RDONLY | O_CLOEXEC));
+  std::vector<std::string> opts = vmOptions();
+  for (const char* o : {"--workspace", ws.path().c_str(), "--output", "out.txt", "--timeout", "600s"}) opts.emplace_back(o);
+  RunResult r = runCorral(opts, {"/bin/sh", "-c", "cat > /workspace/out.txt"}, RunOptions{.stdin_fd = in.get(), .deadline = seconds(800)});
+  Json rec;
+  rec["stdin_bytes"] = input.size();
+  rec["out_matches_stdin"] = ws.read("out.txt") == input;
+  rec["exit_code"] = r.exit_code;
+  rec["stderr"] = r.err;
+  rec["report"] = r.report ? *r.report : Json(nullptr);
+  rec["out_txt"] = ws.read("out.txt").substr(0, 10);
+  save("outputs", rec);
+  ASSERT_TRUE(r.report.has_value()) << "the outputs VM gave no report" << r.describe();
+}
+
 // Boot 2: QEMU seen from the host while the command runs, then corral SIGKILLed.
 TEST(VmSetup, KilledRunBoot) {
-  const std::string why = whyNoVm();
-  if (!why.empty()) {
-    save("killed", {{"skipped", why}});
-    GTEST_SKIP() << why;
-  }
-  ::unlink(recordPath("killed").c_str());
-  std::vector<std::string> argv = corralArgv(vmOptions(), {"/bin/sh", "-c", "echo ready; exec sleep 100000"}, false);
+  CORRAL_VM_SETUP("killed");
+  constexpr uint64_t vm_memory_kib = 256 * 1024;
+  std::vector<std::string> opts = vmOptions();
+  opts.insert(opts.end(), {"--vm-memory", "256M"});
+  std::vector<std::string> argv = corralArgv(opts, {"/bin/sh", "-c", "echo ready; exec sleep 100000"}, false);
   Process p = Process::start(argv, RunOptions{.deadline = seconds(900)});
   auto line = p.readLine(std::chrono::milliseconds(800'000));
   Json rec;
@@ -243,6 +293,20 @@ TEST(VmSetup, KilledRunBoot) {
   }
   rec["root_vm"] = vmdir;
   rec["sees_host_etc_shadow"] = ::access(("/proc/" + q + "/root/etc/shadow").c_str(), F_OK) == 0;
+  rec["memory"] = qemuMemory(q, vm_memory_kib);
+  std::printf("QEMU memory (guest 256 MiB, %s): %s\n", vmOptions().size() > 2 ? "TCG" : "KVM", rec["memory"].dump().c_str());
+  // The run directory corral holds (locked) while it runs: SIGKILL leaves it behind.
+  std::string run_dir;
+  if (DIR* d = ::opendir(("/proc/" + std::to_string(p.pid()) + "/fd").c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      char target[4096];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+      if (n > 0 && std::string(target, static_cast<size_t>(n)).find("/corral-vm-run-") != std::string::npos)
+        run_dir.assign(target, static_cast<size_t>(n));
+    }
+    ::closedir(d);
+  }
+  rec["run_dir_found"] = !run_dir.empty();
   // The kill: corral gets SIGKILL, the one signal it cannot pass on.
   const int qemu_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, qemu.front(), 0));
   p.signal(SIGKILL);
@@ -251,6 +315,13 @@ TEST(VmSetup, KilledRunBoot) {
   // Generous: the kill is immediate, but this machine may be loaded; a survivor stays forever.
   rec["qemu_gone"] = qemu_pidfd >= 0 && ::poll(&pf, 1, 60'000) == 1;
   if (qemu_pidfd >= 0) ::close(qemu_pidfd);
+  rec["run_dir_left_by_kill"] = !run_dir.empty() && ::access(run_dir.c_str(), F_OK) == 0;
+  // The next run sweeps it: one that fails right after (no such kernel) is enough.
+  std::vector<std::string> next = vmOptions();
+  next.insert(next.end(), {"--vm-kernel", "/nonexistent/vmlinuz"});
+  RunResult swept = run(corralArgv(next, {"/bin/true"}, false));
+  rec["next_run_exit"] = swept.exit_code;
+  rec["run_dir_swept"] = !run_dir.empty() && ::access(run_dir.c_str(), F_OK) != 0;
   save("killed", rec);
 }
 

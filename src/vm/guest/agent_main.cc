@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
@@ -127,22 +128,24 @@ class Channel {
       if (!send(t, data.substr(off, frame::kMaxPayload))) return false;
     return true;
   }
+  // One reader at a time (first the agent, then the stdin relay): the parser keeps what one
+  // read brought beyond the frame it returns.
   Result<frame::Frame> receive() {
-    frame::Parser parser(frame::Direction::kToGuest);
     char buf[65536];
     for (;;) {
-      ASSIGN_OR_RETURN(auto f, parser.next());
+      ASSIGN_OR_RETURN(auto f, parser_.next());
       if (f) return std::move(*f);
       ssize_t n = ::read(fd_.get(), buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return Error(Errc::kIo, "control channel closed");
-      parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+      parser_.feed(std::string_view(buf, static_cast<size_t>(n)));
     }
   }
 
  private:
   UniqueFd fd_;
   std::mutex mu_;
+  frame::Parser parser_{frame::Direction::kToGuest};
 };
 
 // Relays the command's stdout and stderr pipes into frames until both reach EOF.
@@ -168,8 +171,32 @@ void relay(Channel& ch, int out, int err) {
   }
 }
 
-void sendOutputs(Channel& ch, const std::vector<std::string>& outputs) {
-  for (const std::string& rel : outputs) {
+// Only what the guest's own copy-back put on its disk: an output it refused or withheld is
+// not there (or is still the staged original), and its verdict goes in the exit report.
+// The host's stdin frames into the command's stdin pipe, until the empty one (EOF). A command
+// that exits first closes the pipe: the write fails and the relay stops reading.
+void relayStdin(Channel& ch, int in) {
+  for (;;) {
+    auto f = ch.receive();
+    if (!f || f->type != frame::Type::kStdin || f->payload.empty()) break;
+    size_t off = 0;
+    while (off < f->payload.size()) {
+      const ssize_t n = ::write(in, f->payload.data() + off, f->payload.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(in);
+        return;
+      }
+      off += static_cast<size_t>(n);
+    }
+  }
+  ::close(in);
+}
+
+void sendOutputs(Channel& ch, const std::vector<sandbox::OutputResult>& results) {
+  for (const sandbox::OutputResult& result : results) {
+    if (result.status != sandbox::OutputResult::Status::kCopied) continue;
+    const std::string& rel = result.path;
     const std::string path = "/ws/" + rel;
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) continue;  // missing: the host's copy-back says so
@@ -220,6 +247,8 @@ protocol::Hello hello() {
 
 int agent(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
+  // A write into the stdin pipe of a command that already exited must fail, not signal.
+  ::signal(SIGPIPE, SIG_IGN);
   // PID 1 starts with the kernel's default RLIMIT_NPROC (scaled to guest RAM); the command's
   // --pids is the limit that counts, set by the sandbox below, so lift the init's own.
   const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
@@ -274,21 +303,25 @@ int agent(int argc, char** argv) {
     }
     spec.workspace = "/ws";
   }
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) powerOff();
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) powerOff();
+  spec.stdio.in = in[0];
   spec.stdio.out = out[1];
   spec.stdio.err = err[1];
   std::thread relayer(relay, std::ref(ch), out[0], err[0]);
+  // Detached: it may still wait for a frame when the command is done, and the guest powers off.
+  std::thread(relayStdin, std::ref(ch), in[1]).detach();
   sandbox::RunOptions options;
   options.before_command = [&ch](int) -> Result<void> {
     ch.send(frame::Type::kStarted, "");
     return {};
   };
   auto report = sandbox::runLinux(spec, options);
+  ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);
   relayer.join();
-  if (report) sendOutputs(ch, spec.outputs);
+  if (report) sendOutputs(ch, report->outputs);
   if (!report) failed.error = report.error().message();
   ch.send(frame::Type::kExit, protocol::encodeExit(report ? *report : failed));
   powerOff();
