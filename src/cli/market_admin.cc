@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -30,11 +31,16 @@ Result<json> adminCall(const std::string& path, const json& req) {
   if (!fd.valid()) return sysError("socket");
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return sysError("connect " + path);
   const std::string line = req.dump() + "\n";
-  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return sysError("write " + path);
+  // A server that refuses the peer answers and closes without reading: the send may fail
+  // (EPIPE, no SIGPIPE) while its refusal waits to be read below.
+  const ssize_t sent = ::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL);
+  if (sent < 0 ? (errno != EPIPE && errno != ECONNRESET) : sent != static_cast<ssize_t>(line.size()))
+    return sysError("write " + path);
   std::string buf;
   char chunk[4096];
   for (;;) {
     const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == ECONNRESET && !buf.empty()) break;  // the refusal came, then the close
     if (n < 0) return sysError("read " + path);
     if (n == 0) break;
     buf.append(chunk, static_cast<size_t>(n));
