@@ -203,5 +203,25 @@ TEST_P(MarketAuditChained, CliVerifyExitsZeroOnlyOnAnIntactChain) {
   EXPECT_NE(j["failure"].get<std::string>().find("audit seq 2"), std::string::npos) << broken.out;
 }
 
+// The chain as docs/market-protocol.md defines it, checked by a Python verifier that shares
+// no code with corral (hashlib and sqlite3, or the psql CLI).
+TEST_P(MarketAuditChained, IndependentVerifierAgreesAndSeesTampering) {
+  const Parties p = registerParties(*env_->market, 1'000'000);
+  someHistory(p);
+  const audit_chain::Report r = verify();
+  ASSERT_TRUE(r.ok) << r.failure;
+  std::string script = CORRAL_MARKET_PG_SCRIPT;
+  script = script.substr(0, script.rfind('/')) + "/verify_market_audit.py";
+  corral::testing::RunOptions o;
+  o.deadline = std::chrono::milliseconds(120'000);
+  const auto good = corral::testing::run({"/usr/bin/python3", script, env_->url}, o);
+  EXPECT_EQ(good.exit_code, 0) << good.describe();
+  EXPECT_EQ(good.out, "ok " + std::to_string(r.entries) + " " + r.head + "\n") << "the documented line format differs";
+  sql("UPDATE events SET task = task || 'x' WHERE seq = 3");
+  const auto bad = corral::testing::run({"/usr/bin/python3", script, env_->url}, o);
+  EXPECT_EQ(bad.exit_code, 1) << "control: the independent verifier sees the edit: " << bad.describe();
+  EXPECT_NE(bad.out.find("seq 3 hash"), std::string::npos) << bad.out;
+}
+
 }  // namespace
 }  // namespace corral::market::testing
