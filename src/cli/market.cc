@@ -22,9 +22,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: corral market <command> [options]   (every command takes --json)\n"
     "  serve --db sqlite:PATH|postgresql://... [--listen ADDR:PORT] [--tls-cert F --tls-key F]\n"
-    "        [--admin-socket PATH] [--fee-bps N] [--suspend-after-strikes N] [--claim-seconds N]\n"
+    "        [--admin-socket PATH] [--admin-token-file F] [--fee-bps N] [--suspend-after-strikes N] [--claim-seconds N]\n"
     "        [--rate-limit N]\n"
-    "  admin [--admin-socket PATH] register --role buyer|seller|judge --name N [--spend-cap CENTS]\n"
+    "  admin [--admin-socket PATH | --server URL --admin-token-file F] register --role buyer|seller|judge --name N [--spend-cap CENTS]\n"
     "        [--approve-each] (--out FILE | --public-key HEXFILE)\n"
     "  admin [--admin-socket PATH] set-cap AGENT CENTS | suspend AGENT | reinstate AGENT\n"
     "        | appeals [uphold APPEAL] | approve TASK | reject TASK | refund TASK\n"
@@ -38,7 +38,7 @@ constexpr char kUsage[] =
 
 int serveMain(const std::vector<std::string>& args) {
   auto f = parseMarketFlags(args,
-                            {"--db", "--listen", "--tls-cert", "--tls-key", "--admin-socket", "--fee-bps",
+                            {"--db", "--listen", "--tls-cert", "--tls-key", "--admin-socket", "--admin-token-file", "--fee-bps",
                              "--suspend-after-strikes", "--claim-seconds", "--rate-limit", "--sweep-seconds"},
                             {"--json"});
   if (!f) return marketFail("serve", f.error().message(), false);
@@ -50,6 +50,7 @@ int serveMain(const std::vector<std::string>& args) {
   o.tls_cert = f->get("--tls-cert");
   o.tls_key = f->get("--tls-key");
   o.admin_socket = f->get("--admin-socket");
+  o.admin_token_file = f->get("--admin-token-file");
   struct {
     const char* flag;
     int64_t* into;

@@ -165,5 +165,70 @@ TEST_P(MarketAdminPeerUid, SameUidIsServedAndTheSocketIsPrivate) {
   EXPECT_TRUE(json::parse(r.out).contains("appeals")) << r.out;
 }
 
+class MarketAdminToken : public DbTest {
+ protected:
+  int64_t agentCount() { return env_->db->exec("SELECT COUNT(*) FROM agents")->num(0, 0); }
+};
+MARKET_ENGINES(MarketAdminToken);
+
+TEST_P(MarketAdminToken, OnlyTheTokenAdministersOverHttp) {
+  const std::string token = "cmat_" + keys::toHex(keys::newSymmetricKey());
+  tmp_->write("admin.token", token + "\n", 0600);
+  auto server = ServerProcess::start(env_->url, *tmp_, {"--admin-token-file", *tmp_ / "admin.token"});
+  ASSERT_NE(server, nullptr);
+  const client::Identity seller = registerViaCli(*server, *tmp_, "seller");
+  const int64_t before = agentCount();
+  // A real client: corral's own CLI, over HTTP with the token read from its file.
+  const RunResult ok = corralMarket({"admin", "--server", server->url(), "--admin-token-file", *tmp_ / "admin.token",
+                                     "register", "--role", "seller", "--name", "remote", "--out", *tmp_ / "remote.json"});
+  ASSERT_EQ(ok.exit_code, 0) << "market.admin-token broken: " << ok.describe();
+  EXPECT_EQ(agentCount(), before + 1);
+  EXPECT_TRUE(client::readIdentity(*tmp_ / "remote.json").ok());
+  // Refused: a wrong token, none, an agent's API key; nothing changes.
+  const nlohmann::json reg = {{"op", "register"}, {"role", "seller"}, {"name", "intruder"},
+                              {"public_key", freshRunnerKey()}};
+  for (const std::string& bad : {"cmat_" + keys::toHex(keys::newSymmetricKey()), std::string(), seller.api_key,
+                                 token.substr(0, token.size() - 1)}) {
+    auto r = client::Http(server->url(), bad).post("/v1/admin", reg);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 401) << "market.admin-token broken: a bad token was served";
+  }
+  auto get = client::Http(server->url(), token).get("/v1/admin");
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(get->status, 405);
+  EXPECT_EQ(agentCount(), before + 1) << "a refused admin request changed something";
+  tmp_->write("wrong.token", "cmat_" + keys::toHex(keys::newSymmetricKey()) + "\n", 0600);
+  const RunResult cli_bad = corralMarket({"admin", "--server", server->url(), "--admin-token-file", *tmp_ / "wrong.token",
+                                          "appeals"});
+  EXPECT_NE(cli_bad.exit_code, 0) << cli_bad.describe();
+  EXPECT_NE(cli_bad.err.find("admin token refused"), std::string::npos) << cli_bad.describe();
+  const std::string log = server->stop();
+  EXPECT_EQ(log.find(token), std::string::npos) << "the admin token reached the log";
+  EXPECT_EQ(log.find(token.substr(5, 16)), std::string::npos);
+  EXPECT_NE(log.find("market_admin_token_refused"), std::string::npos);
+}
+
+TEST_P(MarketAdminToken, WithoutAFileTheRouteIsAbsentAndLooseFilesAreRefused) {
+  auto server = ServerProcess::start(env_->url, *tmp_);
+  ASSERT_NE(server, nullptr);
+  auto r = client::Http(server->url(), "cmat_" + keys::toHex(keys::newSymmetricKey())).post("/v1/admin", {{"op", "appeals"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404) << "no --admin-token-file: no admin over HTTP";
+  (void)server->stop();
+  const std::string token = "cmat_" + keys::toHex(keys::newSymmetricKey());
+  const std::string admin = *tmp_ / "b.sock";
+  auto serve = [&](const std::string& file) {
+    return corralMarket({"serve", "--db", env_->url, "--listen", "127.0.0.1:0", "--admin-socket", admin,
+                         "--admin-token-file", file});
+  };
+  tmp_->write("loose.token", token, 0644);
+  const RunResult loose = serve(*tmp_ / "loose.token");
+  EXPECT_NE(loose.exit_code, 0) << loose.describe();
+  EXPECT_NE(loose.err.find("chmod 600"), std::string::npos) << loose.describe();
+  tmp_->write("short.token", "abc", 0600);
+  EXPECT_NE(serve(*tmp_ / "short.token").exit_code, 0);
+  EXPECT_NE(serve(*tmp_ / "missing.token").exit_code, 0);
+}
+
 }  // namespace
 }  // namespace corral::market::testing
