@@ -3,12 +3,14 @@
 #include "cli/market.h"
 
 #include <cstdio>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/market_agent.h"
 #include "cli/market_flags.h"
 #include "cli/option_echo.h"
+#include "market/audit_chain.h"
 #include "market/db.h"
 #include "market/ledger.h"
 #include "market/schema.h"
@@ -20,9 +22,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: corral market <command> [options]   (every command takes --json)\n"
     "  serve --db sqlite:PATH|postgresql://... [--listen ADDR:PORT] [--tls-cert F --tls-key F]\n"
-    "        [--admin-socket PATH] [--fee-bps N] [--suspend-after-strikes N] [--claim-seconds N]\n"
+    "        [--admin-socket PATH] [--admin-token-file F] [--fee-bps N] [--suspend-after-strikes N] [--claim-seconds N]\n"
     "        [--rate-limit N]\n"
-    "  admin [--admin-socket PATH] register --role buyer|seller|judge --name N [--spend-cap CENTS]\n"
+    "  admin [--admin-socket PATH | --server URL --admin-token-file F] register --role buyer|seller|judge --name N [--spend-cap CENTS]\n"
     "        [--approve-each] (--out FILE | --public-key HEXFILE)\n"
     "  admin [--admin-socket PATH] set-cap AGENT CENTS | suspend AGENT | reinstate AGENT\n"
     "        | appeals [uphold APPEAL] | approve TASK | reject TASK | refund TASK\n"
@@ -30,12 +32,13 @@ constexpr char kUsage[] =
     "  buyer --watch [--once]    release task keys to accepted runner and judge keys\n"
     "  tasks | result TASK       list tasks; decrypt a result locally\n"
     "  ledger show|check --db URL\n"
+    "  audit verify|head --db URL [--trusted-head HEX]   the hash-chained audit trail\n"
     "  agent commands: --server URL --key-file FILE (or CORRAL_MARKET_SERVER, CORRAL_MARKET_KEY_FILE)\n"
     "  The built-in `ledger` payment provider is a test mode: no real money moves.\n";
 
 int serveMain(const std::vector<std::string>& args) {
   auto f = parseMarketFlags(args,
-                            {"--db", "--listen", "--tls-cert", "--tls-key", "--admin-socket", "--fee-bps",
+                            {"--db", "--listen", "--tls-cert", "--tls-key", "--admin-socket", "--admin-token-file", "--fee-bps",
                              "--suspend-after-strikes", "--claim-seconds", "--rate-limit", "--sweep-seconds"},
                             {"--json"});
   if (!f) return marketFail("serve", f.error().message(), false);
@@ -47,6 +50,7 @@ int serveMain(const std::vector<std::string>& args) {
   o.tls_cert = f->get("--tls-cert");
   o.tls_key = f->get("--tls-key");
   o.admin_socket = f->get("--admin-socket");
+  o.admin_token_file = f->get("--admin-token-file");
   struct {
     const char* flag;
     int64_t* into;
@@ -108,6 +112,42 @@ int ledgerMain(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `audit verify` exits 0 exactly when the chain is whole (and holds --trusted-head, a head
+// saved earlier by `audit head`); 1 when it is broken; 125 on usage.
+int auditMain(const std::vector<std::string>& args) {
+  auto f = parseMarketFlags(args, {"--db", "--trusted-head"}, {"--json"}, 1);
+  if (!f) return marketFail("audit", f.error().message(), false);
+  const bool json = f->has("--json");
+  if (f->positional.size() != 1 || (f->positional[0] != "verify" && f->positional[0] != "head"))
+    return marketFail("audit", "usage: corral market audit verify|head --db URL [--trusted-head HEX]", json);
+  if (!f->has("--db")) return marketFail("audit", "missing --db URL", json);
+  std::optional<std::string> trusted;
+  if (f->has("--trusted-head")) {
+    trusted = f->get("--trusted-head");
+    if (trusted->size() != 64 || trusted->find_first_not_of("0123456789abcdef") != std::string::npos)
+      return marketFail("audit", "--trusted-head must be 64 lowercase hex digits", json);
+  }
+  auto db = market::openDb(f->get("--db"));
+  if (!db) return marketFail("audit", db.error().message(), json);
+  if (auto v = market::migrate(**db); !v) return marketFail("audit", v.error().message(), json);
+  auto rep = market::audit_chain::verify(**db, trusted);
+  if (!rep) return marketFail("audit", rep.error().message(), json);
+  if (json) {
+    std::printf("%s\n", nlohmann::json({{"ok", rep->ok}, {"entries", rep->entries}, {"head", rep->head},
+                                        {"unchained", rep->unchained}, {"failure", rep->failure}})
+                            .dump()
+                            .c_str());
+  } else if (f->positional[0] == "head" && rep->ok) {
+    std::printf("%s %lld\n", rep->head.c_str(), static_cast<long long>(rep->entries));
+  } else if (rep->ok) {
+    std::printf("audit chain intact: %lld entries, head %s%s\n", static_cast<long long>(rep->entries),
+                rep->head.c_str(), trusted ? ", holds the trusted head" : "");
+  } else {
+    std::printf("audit chain BROKEN: %s\n", rep->failure.c_str());
+  }
+  return rep->ok ? 0 : 1;
+}
+
 }  // namespace
 
 int marketMain(const std::vector<std::string>& args) {
@@ -119,6 +159,7 @@ int marketMain(const std::vector<std::string>& args) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "serve") return serveMain(rest);
   if (sub == "ledger") return ledgerMain(rest);
+  if (sub == "audit") return auditMain(rest);
   if (sub == "admin") return marketAdminMain(rest);
   if (sub == "post" || sub == "buyer" || sub == "tasks" || sub == "result") return marketAgentMain(sub, rest);
   if (sub == "seller" || sub == "judge")

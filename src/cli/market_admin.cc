@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -30,11 +31,16 @@ Result<json> adminCall(const std::string& path, const json& req) {
   if (!fd.valid()) return sysError("socket");
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return sysError("connect " + path);
   const std::string line = req.dump() + "\n";
-  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return sysError("write " + path);
+  // A server that refuses the peer answers and closes without reading: the send may fail
+  // (EPIPE, no SIGPIPE) while its refusal waits to be read below.
+  const ssize_t sent = ::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL);
+  if (sent < 0 ? (errno != EPIPE && errno != ECONNRESET) : sent != static_cast<ssize_t>(line.size()))
+    return sysError("write " + path);
   std::string buf;
   char chunk[4096];
   for (;;) {
     const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == ECONNRESET && !buf.empty()) break;  // the refusal came, then the close
     if (n < 0) return sysError("read " + path);
     if (n == 0) break;
     buf.append(chunk, static_cast<size_t>(n));
@@ -44,6 +50,23 @@ Result<json> adminCall(const std::string& path, const json& req) {
   if (j.is_discarded() || !j.is_object()) return Error(Errc::kIo, "admin socket answered with something other than JSON");
   if (j.value("status", 0) != 200) return Error(Errc::kRefused, j.value("error", std::string("refused")));
   return j;
+}
+
+// The same request over HTTP with the admin token (POST /v1/admin); the token is read from
+// its file, never taken on the command line.
+Result<json> adminOverHttp(const MarketFlags& f, const json& req) {
+  if (!f.has("--admin-token-file")) return Error(Errc::kInvalidArgument, "--server needs --admin-token-file");
+  ASSIGN_OR_RETURN(std::string token, market::readAdminToken(f.get("--admin-token-file")));
+  ASSIGN_OR_RETURN(auto res, market::client::Http(f.get("--server"), token).post("/v1/admin", req));
+  if (!res.body.is_object()) return Error(Errc::kIo, "the server answered with something other than JSON");
+  if (res.status != 200) {
+    const json& e = res.body.contains("error") ? res.body["error"] : json();
+    const std::string why = e.is_string() ? e.get<std::string>()
+                            : e.is_object() ? e.value("message", std::string("refused"))
+                                            : std::string("refused");
+    return Error(Errc::kRefused, why);
+  }
+  return res.body;
 }
 
 void print(const json& j, bool as_json, const std::string& line) {
@@ -59,7 +82,8 @@ void print(const json& j, bool as_json, const std::string& line) {
 }  // namespace
 
 int marketAdminMain(const std::vector<std::string>& args) {
-  auto f = parseMarketFlags(args, {"--admin-socket", "--db", "--role", "--name", "--spend-cap", "--out", "--public-key"},
+  auto f = parseMarketFlags(args, {"--admin-socket", "--server", "--admin-token-file", "--db", "--role", "--name",
+                                   "--spend-cap", "--out", "--public-key"},
                             {"--approve-each", "--json"}, 3);
   if (!f) return marketFail("admin", f.error().message(), false);
   const bool as_json = f->has("--json");
@@ -98,7 +122,7 @@ int marketAdminMain(const std::vector<std::string>& args) {
     if (!cap) return marketFail("admin", cap.error().message(), as_json);
     if (f->has("--spend-cap")) req["spend_cap"] = *cap;
     if (f->has("--approve-each")) req["approve_each"] = true;
-    auto r = adminCall(sock, req);
+    auto r = f->has("--server") ? adminOverHttp(*f, req) : adminCall(sock, req);
     if (!r) return marketFail("admin", r.error().message(), as_json);
     id.agent_id = (*r)["agent_id"].get<std::string>();
     id.api_key = (*r)["api_key"].get<std::string>();
@@ -130,7 +154,7 @@ int marketAdminMain(const std::vector<std::string>& args) {
   } else {
     return marketFail("admin", "unknown admin command", as_json);
   }
-  auto r = adminCall(sock, req);
+  auto r = f->has("--server") ? adminOverHttp(*f, req) : adminCall(sock, req);
   if (!r) return marketFail("admin", r.error().message(), as_json);
   std::string line = "ok";
   if (r->contains("appeals")) {

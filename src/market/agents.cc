@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/random_id.h"
+#include "market/audit_chain.h"
 #include "market/keys.h"
 #include "market/ledger.h"
 #include "market/market.h"
@@ -52,9 +53,8 @@ Agent agentFrom(const Rows& r, size_t i) {
 }  // namespace
 
 Result<void> Market::event(Db& tx, const char* kind, const std::string& agent, const std::string& task, int64_t amount) {
-  RETURN_IF_ERROR(tx.exec("INSERT INTO events (id, at, kind, agent, task, amount) VALUES (?, ?, ?, ?, ?, ?)",
-                          {"e_" + randomHex16() + randomHex16(), now(), std::string(kind), agent, task, amount}));
-  return {};
+  // The event row is also the audit trail's next link (market/audit_chain.h).
+  return audit_chain::append(tx, {"e_" + randomHex16() + randomHex16(), now(), std::string(kind), agent, task, amount});
 }
 
 Result<Registered> Market::registerAgent(const NewAgent& a) {

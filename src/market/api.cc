@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "market/admin_socket.h"
+#include "market/keys.h"
 #include "market/request.h"
 #include "market/views.h"
 
@@ -67,6 +69,20 @@ HttpResponse Api::route(const HttpRequest& req, Market& m, std::string& agent_id
   if (r.collection == "reason-codes") return answer(200, {{"reason_codes", reasonCodesView()}});
 
   const std::string key = bearer(req);
+  // The admin token: the admin socket's requests over HTTP, for a human who is not local.
+  if (r.collection == "admin") {
+    if (opts_.admin_token_hash.empty()) return failure(statusError(404, "no such route"));
+    if (req.method != "POST") return failure(statusError(405, "method not allowed"));
+    if (key.empty() || !keys::equal(keys::hashApiKey(key), opts_.admin_token_hash)) {
+      log::warn("market_admin_token_refused", "body_bytes=" + std::to_string(req.body.size()));
+      return failure(statusError(401, "admin token refused"));
+    }
+    agent_id = "admin";
+    std::string out = adminExecute(m, req.body);
+    const auto parsed = json::parse(out, nullptr, false);
+    const int status = parsed.is_object() ? parsed.value("status", 500) : 500;
+    return {status, std::move(out), {{"X-Corral-Test-Mode", "ledger provider: no real money moves"}}};
+  }
   if (key.empty()) return failure(statusError(401, "missing bearer API key"));
   auto found = m.agentByApiKey(key);
   if (!found) return failure(found.error());

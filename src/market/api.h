@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "market/db_pool.h"
 #include "market/http_server.h"
@@ -15,11 +16,13 @@ inline constexpr int kContractVersion = 1;
 
 struct ApiOptions {
   int64_t rate_per_minute = 600;
+  // keys::hashApiKey of the admin token (--admin-token-file); empty: POST /v1/admin is 404.
+  std::string admin_token_hash;
 };
 
 class Api {
  public:
-  Api(DbPool& pool, const Config& cfg, ApiOptions opts) : pool_(pool), cfg_(cfg), opts_(opts) {}
+  Api(DbPool& pool, const Config& cfg, ApiOptions opts) : pool_(pool), cfg_(cfg), opts_(std::move(opts)) {}
   HttpResponse handle(const HttpRequest& req);
 
  private:

@@ -105,6 +105,9 @@ class BeastServer final : public HttpServer {
       tls_->use_certificate_chain_file(cert, ec);
       if (!ec) tls_->use_private_key_file(key, asio::ssl::context::pem, ec);
       if (ec) return Error(Errc::kInvalidArgument, "TLS certificate or key unreadable: " + ec.message());
+      // A key that is not the certificate's would fail every handshake; refuse it at start.
+      if (SSL_CTX_check_private_key(tls_->native_handle()) != 1)
+        return Error(Errc::kInvalidArgument, "--tls-key does not match --tls-cert");
     }
     return {};
   }

@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "market/market.h"
+
 namespace corral::market {
 namespace {
 
@@ -24,6 +26,8 @@ class PgDb final : public Db {
   }
 
   Result<Rows> exec(std::string_view sql, const Params& params) override {
+    // The crash test's kill point between any two statements (BEGIN and COMMIT included).
+    failpoint("db.statement");
     const std::string numbered = numberPlaceholders(sql);
     std::vector<std::string> texts(params.size());
     std::vector<const char*> values(params.size(), nullptr);

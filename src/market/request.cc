@@ -133,7 +133,7 @@ Result<Route> parseTarget(std::string_view target) {
   Route r;
   r.collection = std::string(parts[0]);
   const bool known = r.collection == "tasks" || r.collection == "me" || r.collection == "appeals" ||
-                     r.collection == "reason-codes" || r.collection == "health";
+                     r.collection == "reason-codes" || r.collection == "health" || r.collection == "admin";
   if (!known) return statusError(404, "no such route");
   if (parts.size() >= 2) {
     if (r.collection != "tasks" || !validId(parts[1], 't')) return statusError(404, "no such route");

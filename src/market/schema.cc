@@ -41,12 +41,27 @@ constexpr const char* kMigration1[] = {
     " PRIMARY KEY (agent, window_start))",
 };
 
+// The audit trail (market/audit_chain.h): each event gets its position in one hash chain,
+// the hash it chains after, and its own; audit_head holds the count and the last hash, and
+// how many events a schema-1 database already had (they stay unchained).
+constexpr const char* kMigration2[] = {
+    "ALTER TABLE events ADD COLUMN seq BIGINT",
+    "ALTER TABLE events ADD COLUMN prev TEXT",
+    "ALTER TABLE events ADD COLUMN hash TEXT",
+    "CREATE UNIQUE INDEX events_seq ON events (seq)",
+    "CREATE TABLE audit_head (id BIGINT PRIMARY KEY, entries BIGINT NOT NULL, head TEXT NOT NULL,"
+    " unchained BIGINT NOT NULL)",
+    "INSERT INTO audit_head (id, entries, head, unchained) SELECT 1, 0,"
+    " '0000000000000000000000000000000000000000000000000000000000000000', COUNT(*) FROM events",
+};
+
 struct Migration {
   int version;
   const char* const* statements;
   size_t count;
 };
-constexpr Migration kMigrations[] = {{1, kMigration1, std::size(kMigration1)}};
+constexpr Migration kMigrations[] = {{1, kMigration1, std::size(kMigration1)},
+                                     {2, kMigration2, std::size(kMigration2)}};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

@@ -6,7 +6,7 @@
 
 namespace corral::market {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Applies every migration above the database's version in one transaction. Safe to call
 // from several server processes at once (PostgreSQL: an advisory lock; SQLite: BEGIN

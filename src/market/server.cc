@@ -11,7 +11,13 @@
 #include <mutex>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "base/log.h"
+#include "base/unique_fd.h"
+#include "market/keys.h"
 #include "market/admin_socket.h"
 #include "market/api.h"
 #include "market/db_pool.h"
@@ -23,6 +29,23 @@ namespace corral::market {
 std::string defaultAdminSocket(const std::string& db_url) {
   if (db_url.rfind("sqlite:", 0) == 0) return db_url.substr(7) + ".admin.sock";
   return "corral-market-admin.sock";
+}
+
+Result<std::string> readAdminToken(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return sysError("--admin-token-file " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Error(Errc::kInvalidArgument, "--admin-token-file is not a regular file");
+  if ((st.st_mode & 077) != 0) return Error(Errc::kInvalidArgument, "--admin-token-file must not be readable by group or others (chmod 600)");
+  std::string token(256, '\0');
+  const ssize_t n = ::read(fd.get(), token.data(), token.size());
+  if (n < 0) return sysError("read --admin-token-file");
+  token.resize(static_cast<size_t>(n));
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.size() < 32 || token.size() > 200) return Error(Errc::kInvalidArgument, "--admin-token-file must hold 32..200 bytes");
+  for (unsigned char c : token)
+    if (c <= 0x20 || c >= 0x7f) return Error(Errc::kInvalidArgument, "--admin-token-file holds a byte that is not printable ASCII");
+  return token;
 }
 
 Result<void> serve(const ServeOptions& opts) {
@@ -54,7 +77,12 @@ Result<void> serve(const ServeOptions& opts) {
     ASSIGN_OR_RETURN(int64_t recovered, m.recover());
     log::info("market_start", "schema=" + std::to_string(version) + " recovered=" + std::to_string(recovered));
   }
-  Api api(*pool, cfg, {.rate_per_minute = o.rate_per_minute});
+  ApiOptions api_opts{.rate_per_minute = o.rate_per_minute};
+  if (!o.admin_token_file.empty()) {
+    ASSIGN_OR_RETURN(std::string token, readAdminToken(o.admin_token_file));
+    api_opts.admin_token_hash = keys::hashApiKey(token);
+  }
+  Api api(*pool, cfg, api_opts);
   ASSIGN_OR_RETURN(auto http, HttpServer::start(o.listen, o.tls_cert, o.tls_key, {},
                                                 [&api](const HttpRequest& r) { return api.handle(r); }));
   ASSIGN_OR_RETURN(auto admin, AdminSocket::start(o.admin_socket, *pool, cfg));

@@ -14,6 +14,7 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8470";
   std::string tls_cert, tls_key;
   std::string admin_socket;  // default: beside a SQLite file, else ./corral-market-admin.sock
+  std::string admin_token_file;  // optional: enables POST /v1/admin with this bearer token
   int64_t fee_bps = 1000;
   int64_t suspend_after_strikes = 3;
   int64_t claim_seconds = 600;
@@ -27,5 +28,7 @@ struct ServeOptions {
 Result<void> serve(const ServeOptions& opts);
 
 std::string defaultAdminSocket(const std::string& db_url);
+// The admin token from FILE: a regular file of mode 0600 or tighter, 32..200 printable bytes.
+Result<std::string> readAdminToken(const std::string& path);
 
 }  // namespace corral::market

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "base/unique_fd.h"
+#include "market/market.h"
 
 namespace corral::market {
 namespace {
@@ -26,6 +27,8 @@ class SqliteDb final : public Db {
   }
 
   Result<Rows> exec(std::string_view sql, const Params& params) override {
+    // The crash test's kill point between any two statements (BEGIN and COMMIT included).
+    failpoint("db.statement");
     sqlite3_stmt* raw = nullptr;
     int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
     if (rc != SQLITE_OK) return failure(rc, "prepare");

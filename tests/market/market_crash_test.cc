@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "market/audit_chain.h"
 #include "market/ledger.h"
 #include "market_server.h"
 
@@ -14,6 +15,10 @@ namespace {
 
 constexpr const char* kPoints[] = {"post.reserved",   "post.held",        "settle.decided", "settle.captured",
                                    "settle.transferred", "release.decided", "release.released", "refund.refunded"};
+
+// The child's flow (three cycles and a refund) runs more SQL statements than this on both
+// engines; a statement round that completes fails the test, so this cannot drift silently.
+constexpr int kFlowStatements = 300;
 
 // In a forked child: the scripted flow over three tasks (accept, reject, accept + refund),
 // with the failpoint armed. Exits 0 when the failpoint never fired.
@@ -40,6 +45,10 @@ void expectConsistent(Env& env, const std::string& seed_note) {
   EXPECT_TRUE(check->problems.empty()) << "market.crash-recovery broken (" << seed_note << "): " << check->problems.front();
   auto inflight = env.db->exec("SELECT COUNT(*) FROM tasks WHERE state IN ('reserved', 'capturing', 'releasing', 'refunding')");
   EXPECT_EQ(inflight->num(0, 0), 0) << seed_note;
+  // Each link is written in its step's transaction: a kill leaves no gap and no orphan.
+  auto chain = audit_chain::verify(*env.db);
+  ASSERT_TRUE(chain.ok());
+  EXPECT_TRUE(chain->ok) << "audit chain broken by a kill (" << seed_note << "): " << chain->failure;
   auto res = env.db->exec(
       "SELECT a.id, a.reserved, COALESCE((SELECT SUM(max_price) FROM tasks t WHERE t.buyer = a.id AND t.state IN"
       " ('open', 'claimed', 'submitted', 'reviewing')), 0), a.spent,"
@@ -63,10 +72,18 @@ TEST_P(MarketCrashRecovery, KillNineAtTwentyRandomPointsThenRecoveryBalances) {
   const Scripted& judge = p.judge;
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
-  int killed = 0;
+  int killed = 0, statement_rounds = 0;
   for (int round = 0; round < 20; ++round) {
-    const std::string point = kPoints[rng() % std::size(kPoints)];
-    const int nth = 1 + static_cast<int>(rng() % 2);
+    // Even rounds: a named step of the money flow (its first or second passage). Odd rounds:
+    // between any two SQL statements of the flow (BEGIN and COMMIT included), chosen
+    // uniformly among the first kFlowStatements, so kills land mid-transaction too.
+    const bool by_statement = round % 2 == 1;
+    const std::string point = by_statement ? "db.statement" : kPoints[rng() % std::size(kPoints)];
+    // The last round kills at the bound itself, so a shorter flow fails here every run.
+    const int nth = !by_statement ? 1 + static_cast<int>(rng() % 2)
+                    : round == 19 ? kFlowStatements
+                                  : 1 + static_cast<int>(rng() % kFlowStatements);
+    statement_rounds += by_statement ? 1 : 0;
     const std::string note = "seed " + std::to_string(seed) + " round " + std::to_string(round) + " " + point + ":" +
                              std::to_string(nth);
     const pid_t pid = ::fork();
@@ -77,6 +94,8 @@ TEST_P(MarketCrashRecovery, KillNineAtTwentyRandomPointsThenRecoveryBalances) {
     if (WIFSIGNALED(status)) {
       EXPECT_EQ(WTERMSIG(status), SIGKILL) << note;
       ++killed;
+    } else if (by_statement) {
+      ADD_FAILURE() << "the flow ran fewer than " << nth << " statements: lower kFlowStatements (" << note << ")";
     } else {
       EXPECT_EQ(WEXITSTATUS(status), 0) << "the flow failed without the failpoint firing: " << note;
     }
@@ -87,7 +106,8 @@ TEST_P(MarketCrashRecovery, KillNineAtTwentyRandomPointsThenRecoveryBalances) {
     ASSERT_TRUE(rec.ok()) << rec.error().message() << " " << note;
     expectConsistent(*restarted, note);
   }
-  EXPECT_GE(killed, 10) << "most rounds must really die mid-flow (seed " << seed << ")";
+  EXPECT_EQ(statement_rounds, 10);
+  EXPECT_GE(killed, 12) << "most rounds must really die mid-flow (seed " << seed << ")";
 }
 
 TEST_P(MarketCrashRecovery, ControlWithoutRecoveryTheDamageIsVisible) {

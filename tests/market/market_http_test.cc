@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "market/audit_chain.h"
 #include "market/ledger.h"
 #include "market_server.h"
 
@@ -317,6 +318,11 @@ TEST_P(MarketTwoServers, CapAndClaimHoldAcrossTwoProcessesOnOnePostgres) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(won.load(), 1) << "market.claim-exclusive broken across two servers";
   EXPECT_TRUE(ledger::check(*env_->db)->problems.empty());
+  // Both processes appended to one audit chain, in one order.
+  auto chain = audit_chain::verify(*env_->db);
+  ASSERT_TRUE(chain.ok());
+  EXPECT_TRUE(chain->ok) << "market.audit-chained broken across two servers: " << chain->failure;
+  EXPECT_EQ(chain->entries, env_->db->exec("SELECT COUNT(*) FROM events")->num(0, 0));
 }
 
 }  // namespace

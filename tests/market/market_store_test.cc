@@ -16,14 +16,14 @@ class MarketSchema : public DbTest {};
 MARKET_ENGINES(MarketSchema);
 
 TEST_P(MarketSchema, FirstTableIsTheVersionAndMigrateIsIdempotent) {
-  auto v = env_->db->exec("SELECT version FROM schema_version");
+  auto v = env_->db->exec("SELECT MAX(version) FROM schema_version");
   ASSERT_TRUE(v.ok()) << v.error().message();
   ASSERT_EQ(v->rows.size(), 1u);
   EXPECT_EQ(v->num(0, 0), kSchemaVersion);
   auto again = migrate(*env_->db);
   ASSERT_TRUE(again.ok()) << again.error().message();
   auto v2 = env_->db->exec("SELECT COUNT(*) FROM schema_version");
-  EXPECT_EQ(v2->num(0, 0), 1) << "a second migrate must apply nothing";
+  EXPECT_EQ(v2->num(0, 0), kSchemaVersion) << "a second migrate must apply nothing";
 }
 
 TEST_P(MarketSchema, RefusesADatabaseNewerThanThisBinary) {
@@ -45,7 +45,7 @@ TEST_P(MarketSchema, ConcurrentMigrationsFromTwoConnectionsAgree) {
   t.join();
   ASSERT_TRUE(ra.ok()) << ra.error().message();
   ASSERT_TRUE(rb.ok()) << rb.error().message();
-  EXPECT_EQ((*a)->exec("SELECT COUNT(*) FROM schema_version")->num(0, 0), 1);
+  EXPECT_EQ((*a)->exec("SELECT COUNT(*) FROM schema_version")->num(0, 0), kSchemaVersion);
 }
 
 class MarketLedgerBalanced : public DbTest {
