@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # libFuzzer targets (fuzz/), built with clang-14 into build-fuzz/ apart from the main build.
-#   make fuzz-smoke                      every target 6 s (17 targets: ~2 min, CI), fails on any crash
+#   make fuzz-smoke                      every target 6 s (20 targets: ~2.5 min, CI), fails on any crash
 #   make fuzz TARGET=paths SECONDS=600   one long run; FUZZ_ARGS="-jobs=2" passes flags on
 #   make fuzz-repro TARGET=paths FILE=build-fuzz/artifacts/paths/crash-...
 

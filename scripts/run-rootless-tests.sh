@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs the security and integration tests again as an unprivileged user (nobody), the
 # way bubblewrap's test suite loops over privilege modes. Skipped, loudly, when not root.
+# CORRAL_CTEST_ARGS adds ctest options (make claims: --output-junit FILE).
 set -euo pipefail
 build=${1:-build}
 if [[ $(id -u) -ne 0 ]]; then
@@ -20,4 +21,4 @@ cd "$build"
 echo "rootless pass: security and integration tests as uid 65534"
 setpriv --reuid=65534 --regid=65534 --clear-groups --reset-env \
   env TMPDIR="$tmp" HOME="$tmp" PATH=/usr/bin:/bin CORRAL_TEST_MODE=rootless \
-  ctest --output-on-failure -j "$(nproc)" --timeout 300 -L 'security|integration'
+  ctest --output-on-failure -j "$(nproc)" --timeout 300 -L 'security|integration' ${CORRAL_CTEST_ARGS:-}

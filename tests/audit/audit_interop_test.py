@@ -104,6 +104,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corral", required=True)
     ap.add_argument("--testwriter", required=True)
+    # Every k-th byte's bit flip instead of every byte's: for the sanitizer build, where each
+    # `corral verify` costs ~10x and the full sweep (thousands of runs) takes ~15 minutes. A
+    # stride prime to 8 still flips every bit position (bit i%8 of byte i). The plain build
+    # runs the full sweep; AuditChainTamperEvident.EveryBitFlipInTheTraceIsDetected covers the
+    # trace in-process in both.
+    ap.add_argument("--bit-flip-stride", type=int, default=1)
     a = ap.parse_args()
     if shutil.which("openssl") is None:
         print("SKIP: the openssl command line is not installed; the independent verifier needs it")
@@ -436,7 +442,7 @@ def main() -> int:
             with open(p, "rb") as f:
                 original = f.read()
             py_accepted, corral_accepted = [], []
-            for i in range(len(original)):
+            for i in range(0, len(original), a.bit_flip_stride):
                 damaged = bytearray(original)
                 damaged[i] ^= 1 << (i % 8)
                 with open(p, "r+b") as f:
@@ -447,9 +453,10 @@ def main() -> int:
                     corral_accepted.append(i)
             with open(p, "r+b") as f:
                 f.write(original)
-            check(not py_accepted, f"{fname}: independent verifier rejects all {len(original)} bit flips "
+            tried = len(range(0, len(original), a.bit_flip_stride))
+            check(not py_accepted, f"{fname}: independent verifier rejects all {tried} bit flips "
                                    f"(accepted at bytes {py_accepted[:10]})")
-            check(not corral_accepted, f"{fname}: corral verify rejects all {len(original)} bit flips "
+            check(not corral_accepted, f"{fname}: corral verify rejects all {tried} bit flips "
                                        f"(accepted at bytes {corral_accepted[:10]})")
             check(py_verify(ws, pub, None, fp)[0], f"{fname}: control: restored copy verifies")
 

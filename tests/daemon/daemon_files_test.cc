@@ -101,9 +101,15 @@ TEST_F(DaemonFilesApiConfined, ASymlinkSwappedInWhileCopyingIsRefusedNeverFollow
   // The session swaps race/ between its own directory and a symlink to the host's directory
   // as fast as it can while the host downloads race/secret and uploads race/up in a loop.
   const std::string swap = "mkdir race; echo inside > race/secret; n=0; while :; do mv race race.d; ln -s " + host.path() +
-                           " race; rm race; mv race.d race; n=$((n+1)); [ $((n % 50)) = 0 ] && echo $n > /tmp/swaps; done "
+                           " race; rm race; mv race.d race; n=$((n+1)); [ $((n % 10)) = 0 ] && echo $n > /tmp/swaps.t && mv /tmp/swaps.t /tmp/swaps; done "
                            ">/dev/null 2>&1 &";
   ASSERT_EQ(sessionExec(d, id, {"sh", "-c", swap}).exit_code, 0);
+  // The copies start only once the loop is swapping (a condition, polled, not a sleep), so the
+  // control below compares counts from during the copies, not from after them.
+  auto swapCount = [&] { return std::atoi(sessionExec(d, id, {"cat", "/tmp/swaps"}).out.c_str()); };
+  int before = 0;
+  for (int tries = 0; tries < 600 && (before = swapCount()) == 0; ++tries) ::usleep(50'000);
+  ASSERT_GT(before, 0) << "the swap loop never started";
   const std::string client =
       "import http.client, socket, sys\n"
       "class C(http.client.HTTPConnection):\n"
@@ -128,8 +134,7 @@ TEST_F(DaemonFilesApiConfined, ASymlinkSwappedInWhileCopyingIsRefusedNeverFollow
   ::closedir(dir);
   EXPECT_EQ(names.size(), 3u) << "only ., .. and secret may be in the host directory";
   // Control: the race really ran while the copies did (the loop counts its swaps).
-  RunResult swaps = sessionExec(d, id, {"cat", "/tmp/swaps"});
-  EXPECT_GT(std::atoi(swaps.out.c_str()), 0) << "the swap loop never ran: " << swaps.describe();
+  EXPECT_GT(swapCount(), before) << "the swap loop stopped before the copies ended";
 }
 
 TEST_F(DaemonFilesApiConfined, AnUploadPastTheCapIsRefusedAndLeavesNothing) {
