@@ -3,6 +3,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <linux/netlink.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -65,9 +66,16 @@ void checkSandboxCall(std::string_view name, const sc::SyscallArgs& a) {
   if (name == "clone" || name == "unshare")
     PROPERTY((a[0] & kNamespaceFlags) == 0, "namespace creation allowed: " + call);
   if (name == "socket") {
-    PROPERTY(a[0] == AF_UNIX || a[0] == AF_INET || a[0] == AF_INET6, "socket family allowed: " + call);
-    uint64_t type = a[1] & 0xf;
-    PROPERTY(type != SOCK_RAW && type != SOCK_PACKET, "raw/packet socket allowed: " + call);
+    // Netlink is NETLINK_ROUTE alone (the interface list; changes need CAP_NET_ADMIN), of any
+    // type: getifaddrs() opens it SOCK_RAW. Every other family but UNIX, INET and INET6 is out,
+    // and so are raw and packet sockets of those three.
+    if (a[0] == AF_NETLINK) {
+      PROPERTY(a[2] == NETLINK_ROUTE, "netlink protocol allowed: " + call + " protocol " + std::to_string(a[2]));
+    } else {
+      PROPERTY(a[0] == AF_UNIX || a[0] == AF_INET || a[0] == AF_INET6, "socket family allowed: " + call);
+      uint64_t type = a[1] & 0xf;
+      PROPERTY(type != SOCK_RAW && type != SOCK_PACKET, "raw/packet socket allowed: " + call);
+    }
   }
   if (name == "socketpair") PROPERTY(a[0] == AF_UNIX, "socketpair family allowed: " + call);
   if (name == "ioctl") {
