@@ -2,26 +2,33 @@
 # SPDX-License-Identifier: Apache-2.0
 """Chooses the translation units `make lint` checks and writes their compilation database.
 
-    lint_select.py BUILD OUT [--files "a.cc b.cc"] [--since COMMIT]
+    lint_select.py BUILD OUT [--files "a.cc b.cc"] [--since COMMIT | --since-list FILE]
+    lint_select.py --record FILE          (after a clean lint: the list of what was clean)
 
 Always: src/ minus unit tests (*_test.cc), with the build's exact flags, so clang-tidy and
 cppcheck see what the compiler sees and nothing generated or third-party.
 
 --files narrows to the named files. --since COMMIT narrows to what can have changed since a
-commit at which the whole of src/ was lint-clean (.ci/lint-baseline): every .cc changed since
+commit at which the whole of src/ was lint-clean (or a recorded list, below): every .cc changed since
 then, and every .cc whose object, by the build's own dependency log (`ninja -t deps`),
 includes a header changed since then (a .cc the build has not compiled yet is checked). A
 change to .clang-tidy selects everything, and so does a commit that git cannot find (a
 shallow clone): the narrowing is never a guess.
+
+--since-list FILE does the same without git: FILE (.ci/lint-clean.sha256, written by --record
+after a clean lint) holds the SHA-256 of every file of src/ and of .clang-tidy at a lint-clean
+state, and "changed" means a different hash or a file not in it. CI uses it, so a checkout
+without history (or a shallow one) is narrowed the same way.
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
 import sys
 
 # The checks themselves. (A change to cppcheck's flags in mk/lint.mk needs a full `make lint`
-# by hand and a new .ci/lint-baseline; so does a new clang-tidy or cppcheck version.)
+# by hand and `make lint-record`; so does a new clang-tidy or cppcheck version.)
 FULL_TRIGGERS = (".clang-tidy",)
 
 
@@ -38,6 +45,31 @@ def changed_since(commit):
     tracked = git("diff", "--name-only", commit, "--").split()  # against the work tree
     untracked = git("ls-files", "--others", "--exclude-standard").split()
     return set(tracked) | set(untracked)
+
+
+def tracked_files(root):
+    """src/ and the trigger files, as paths relative to root."""
+    out = [t for t in FULL_TRIGGERS if os.path.isfile(os.path.join(root, t))]
+    for d, _, names in os.walk(os.path.join(root, "src")):
+        out += [os.path.relpath(os.path.join(d, n), root) for n in names]
+    return sorted(out)
+
+
+def file_hash(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def changed_since_list(root, listing):
+    """Paths whose content differs from a lint-clean list, or None when it cannot be read."""
+    try:
+        clean = {}
+        for line in open(listing, encoding="utf-8"):
+            digest, path = line.rstrip("\n").split("  ", 1)
+            clean[path] = digest
+    except (OSError, ValueError):
+        return None
+    return {p for p in tracked_files(root) if clean.get(p) != file_hash(os.path.join(root, p))}
 
 
 def object_deps(build):
@@ -63,11 +95,21 @@ def object_deps(build):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("out")
+    ap.add_argument("build", nargs="?")
+    ap.add_argument("out", nargs="?")
     ap.add_argument("--files", default="")
     ap.add_argument("--since", default="")
+    ap.add_argument("--since-list", default="")
+    ap.add_argument("--record", default="")
     a = ap.parse_args()
+    if a.record:
+        root = os.path.abspath(".")
+        with open(a.record, "w", encoding="utf-8") as f:
+            f.write("".join(f"{file_hash(os.path.join(root, p))}  {p}\n" for p in tracked_files(root)))
+        print(f"lint: recorded {a.record} as lint-clean")
+        return 0
+    if not a.build or not a.out:
+        ap.error("BUILD and OUT are required")
     root = os.path.abspath(".")
     a.build = os.path.abspath(a.build)
     src = os.path.join(root, "src") + "/"
@@ -75,15 +117,16 @@ def main():
     want = {os.path.abspath(f) for f in a.files.split()}
 
     changed, reason = None, "all of src/"
-    if a.since:
-        changed = changed_since(a.since)
+    if a.since or a.since_list:
+        changed = changed_since_list(root, a.since_list) if a.since_list else changed_since(a.since)
+        since = a.since_list or a.since[:12]
         if changed is None:
-            reason = f"all of src/ (commit {a.since} is not in this clone)"
+            reason = f"all of src/ ({since} cannot be read here)"
         elif any(t in changed for t in FULL_TRIGGERS):
             changed, reason = None, "all of src/ (the lint configuration changed)"
         else:
             changed = {os.path.join(root, p) for p in changed}
-            reason = f"what changed since {a.since[:12]}"
+            reason = f"what changed since {since}"
     deps = object_deps(a.build) if changed is not None else {}
 
     keep, seen = [], set()
