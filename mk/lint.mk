@@ -21,11 +21,10 @@ LINT_CPPCHECK_SUPPRESS := noExplicitConstructor useStlAlgorithm unusedStructMemb
 
 
 # The compilation database restricted to src/ minus unit tests (scripts/lint_select.py), to
-# LINT_FILES, or to what can have changed since a lint-clean state: LINT_SINCE=COMMIT, or
-# LINT_SINCE_LIST=FILE, a list of hashes (CI passes .ci/lint-clean.sha256: a full lint of src/
+# LINT_FILES, or with LINT_SINCE_LIST=FILE to what can have changed since a lint-clean state
+# recorded as a list of hashes (CI passes .ci/lint-clean.sha256: a full lint of src/
 # no longer fits CI's time on 2 cores). After a clean lint of all that changed, record the new
 # state with `make lint-record`.
-LINT_SINCE ?=
 LINT_SINCE_LIST ?=
 
 .PHONY: lint lint-deps lint-db lint-tidy lint-cppcheck lint-record
@@ -35,7 +34,7 @@ lint-deps:
 
 lint-db: lint-deps $(BUILD)/build.ninja
 	@mkdir -p $(LINT_OUT)
-	@python3 scripts/lint_select.py $(BUILD) $(LINT_OUT) --files "$(LINT_FILES)" --since "$(LINT_SINCE)" --since-list "$(LINT_SINCE_LIST)"
+	@python3 scripts/lint_select.py $(BUILD) $(LINT_OUT) --files "$(LINT_FILES)" --since-list "$(LINT_SINCE_LIST)"
 
 # One clang-tidy per file, $(JOBS) at a time; a finding is a unique "file:line:col: warning/error".
 # -Wno-error: the build's -Werror would turn clang's own warnings (clang-diagnostic-*) into
@@ -75,7 +74,7 @@ lint:
 	@status=0; $(MAKE) --no-print-directory lint-cppcheck || status=1; \
 	 $(MAKE) --no-print-directory lint-tidy || status=1; exit $$status
 
-# Only after `make lint` (or a LINT_SINCE/LINT_SINCE_LIST lint from a recorded state) came out
+# Only after `make lint` (or a LINT_SINCE_LIST lint from a recorded state) came out
 # clean on this tree: CI then checks only what changes after it.
 lint-record:
 	@python3 scripts/lint_select.py --record .ci/lint-clean.sha256

@@ -2,23 +2,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """Chooses the translation units `make lint` checks and writes their compilation database.
 
-    lint_select.py BUILD OUT [--files "a.cc b.cc"] [--since COMMIT | --since-list FILE]
+    lint_select.py BUILD OUT [--files "a.cc b.cc"] [--since-list FILE]
     lint_select.py --record FILE          (after a clean lint: the list of what was clean)
 
 Always: src/ minus unit tests (*_test.cc), with the build's exact flags, so clang-tidy and
 cppcheck see what the compiler sees and nothing generated or third-party.
 
---files narrows to the named files. --since COMMIT narrows to what can have changed since a
-commit at which the whole of src/ was lint-clean (or a recorded list, below): every .cc changed since
-then, and every .cc whose object, by the build's own dependency log (`ninja -t deps`),
-includes a header changed since then (a .cc the build has not compiled yet is checked). A
-change to .clang-tidy selects everything, and so does a commit that git cannot find (a
-shallow clone): the narrowing is never a guess.
-
---since-list FILE does the same without git: FILE (.ci/lint-clean.sha256, written by --record
-after a clean lint) holds the SHA-256 of every file of src/ and of .clang-tidy at a lint-clean
-state, and "changed" means a different hash or a file not in it. CI uses it, so a checkout
-without history (or a shallow one) is narrowed the same way.
+--files narrows to the named files. --since-list FILE narrows to what can have changed since a
+state at which the whole of src/ was lint-clean. FILE (.ci/lint-clean.sha256, written by
+--record after a clean lint) holds the SHA-256 of every file of src/ and of .clang-tidy then;
+"changed" means a different hash or a file not in it, so no git history is needed (a shallow or
+copied checkout narrows the same way). Selected: every .cc that changed, and every .cc whose
+object, by the build's own dependency log (`ninja -t deps`), includes a header that changed (a
+.cc the build has not compiled yet is checked). A change to .clang-tidy, or a list that cannot
+be read, selects everything: the narrowing is never a guess.
 """
 import argparse
 import hashlib
@@ -30,21 +27,6 @@ import sys
 # The checks themselves. (A change to cppcheck's flags in mk/lint.mk needs a full `make lint`
 # by hand and `make lint-record`; so does a new clang-tidy or cppcheck version.)
 FULL_TRIGGERS = (".clang-tidy",)
-
-
-def git(*args):
-    return subprocess.run(["git", *args], check=True, capture_output=True, text=True).stdout
-
-
-def changed_since(commit):
-    """Paths (relative to the repository) changed since commit, or None when unknown."""
-    try:
-        git("cat-file", "-e", commit + "^{commit}")
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return None
-    tracked = git("diff", "--name-only", commit, "--").split()  # against the work tree
-    untracked = git("ls-files", "--others", "--exclude-standard").split()
-    return set(tracked) | set(untracked)
 
 
 def tracked_files(root):
@@ -98,7 +80,6 @@ def main():
     ap.add_argument("build", nargs="?")
     ap.add_argument("out", nargs="?")
     ap.add_argument("--files", default="")
-    ap.add_argument("--since", default="")
     ap.add_argument("--since-list", default="")
     ap.add_argument("--record", default="")
     a = ap.parse_args()
@@ -117,16 +98,15 @@ def main():
     want = {os.path.abspath(f) for f in a.files.split()}
 
     changed, reason = None, "all of src/"
-    if a.since or a.since_list:
-        changed = changed_since_list(root, a.since_list) if a.since_list else changed_since(a.since)
-        since = a.since_list or a.since[:12]
+    if a.since_list:
+        changed = changed_since_list(root, a.since_list)
         if changed is None:
-            reason = f"all of src/ ({since} cannot be read here)"
+            reason = f"all of src/ ({a.since_list} cannot be read here)"
         elif any(t in changed for t in FULL_TRIGGERS):
             changed, reason = None, "all of src/ (the lint configuration changed)"
         else:
             changed = {os.path.join(root, p) for p in changed}
-            reason = f"what changed since {since}"
+            reason = f"what changed since {a.since_list}"
     deps = object_deps(a.build) if changed is not None else {}
 
     keep, seen = [], set()
