@@ -25,8 +25,10 @@ fuzz-deps:
 $(FUZZ_BUILD)/build.ninja: | fuzz-deps
 	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DCMAKE_BUILD_TYPE=
 
+# Only the targets asked for: TARGET=paths (make fuzz, fuzz-repro) or FUZZ_TARGETS=... builds
+# those alone; with neither, every target.
 fuzz-build: fuzz-deps $(FUZZ_BUILD)/build.ninja
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(or $(TARGET),$(FUZZ_TARGETS)))
 
 fuzz-smoke: fuzz-build
 	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_NICE="$(FUZZ_NICE)" fuzz/run.sh smoke $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)

@@ -335,11 +335,14 @@ Result<std::string> rootfs(const std::string& cache) {
       ::rmdir(dir.c_str());
     }
   } cleanup{staging};
+  // The packages' file lists through dpkg-query, dpkg's interface to its database (its
+  // files under /var/lib/dpkg are private to dpkg). One call for the whole closure.
+  ASSIGN_OR_RETURN(std::string dpkg, findTool({"/usr/bin/dpkg-query"}, "dpkg"));
+  std::vector<std::string> query{dpkg, "--listfiles"};
+  query.insert(query.end(), names.begin(), names.end());
+  ASSIGN_OR_RETURN(std::string list, runTool(query, 256u << 20));
   std::vector<std::string> paths;
-  for (const std::string& n : names) {
-    std::string list;
-    for (const std::string& candidate : {"/var/lib/dpkg/info/" + n + ".list", "/var/lib/dpkg/info/" + n + ":amd64.list"})
-      if (auto l = readFile(candidate, 64u << 20)) list += *l + "\n";
+  {
     std::istringstream in(list);
     std::string p;
     while (std::getline(in, p)) {
