@@ -5,6 +5,7 @@
 #include <grp.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/daemon_args.h"
 #include "cli/option_echo.h"
@@ -16,11 +17,13 @@ namespace corral::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: corral daemon [--state-dir DIR] [--socket PATH] [--allow-group GROUP] [--stop-sessions]\n"
+    "usage: corral daemon [--state-dir DIR] [--socket PATH] [--allow-group GROUP] [--stop-sessions] [--event-queue N]\n"
     "  Serves the session API over a UNIX socket, in the foreground; one logfmt line per event on\n"
     "  stderr. Defaults: /var/lib/corral and /run/corral/api.sock as root, else\n"
     "  $XDG_STATE_HOME/corral (~/.local/state/corral) and $XDG_RUNTIME_DIR/corral/api.sock.\n"
     "  SIGTERM stops it and leaves sessions running (--stop-sessions: ends them too).\n"
+    "  --event-queue N: events held for each GET /v1/events subscriber that is not reading (1024);\n"
+    "  past it, that subscriber loses events (counted, and told how many) instead of the daemon growing.\n"
     "usage: corral daemon verify-log STATE/audit.jsonl\n"
     "  Checks the daemon's hash-chained event log: exit 0 when every line chains, 1 where it breaks.\n";
 
@@ -44,7 +47,8 @@ int daemonMain(const std::vector<std::string>& args) {
     std::printf("ok: %lld events, the chain holds\n", static_cast<long long>(*n));
     return 0;
   }
-  auto scanned = scanArgs(args, {{"--state-dir", true}, {"--socket", true}, {"--allow-group", true}, {"--stop-sessions", false}}, 0);
+  auto scanned = scanArgs(args, {{"--state-dir", true}, {"--socket", true}, {"--allow-group", true}, {"--stop-sessions", false},
+                                  {"--event-queue", true}}, 0);
   if (!scanned || !scanned->rest.empty()) {
     std::fprintf(stderr, "corral: daemon: %s (try corral daemon --help)\n",
                  scanned ? "takes no arguments" : oneLine(scanned.error().message()).c_str());
@@ -54,6 +58,16 @@ int daemonMain(const std::vector<std::string>& args) {
   opts.state_dir = scanned->has("--state-dir") ? scanned->get("--state-dir") : daemon::defaultStateDir();
   opts.socket = scanned->has("--socket") ? scanned->get("--socket") : daemon::defaultSocket();
   opts.stop_sessions = scanned->has("--stop-sessions");
+  if (scanned->has("--event-queue")) {
+    const std::string v = scanned->get("--event-queue");
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || v[0] == '-' || n < 1 || n > 1'000'000) {
+      std::fprintf(stderr, "corral: daemon: --event-queue: a count from 1 to 1000000\n");
+      return 125;
+    }
+    opts.event_queue = static_cast<size_t>(n);
+  }
   if (scanned->has("--allow-group")) {
     const std::string name = scanned->get("--allow-group");
     const group* g = ::getgrnam(name.c_str());

@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   if (cmd == "market") return marketMain(rest);
   if (cmd == "daemon") return daemonMain(rest);
   if (cmd == "session") return sessionMain(rest);
+  if (cmd == "credential") return credentialMain(rest);
+  if (cmd == "profile") return profileMain(rest);
   std::fprintf(stderr, "corral: internal error: no handler for a known command\n");
   return 125;
 }

@@ -16,62 +16,59 @@
 #include "base/unique_fd.h"
 #include "cli/daemon.h"
 #include "cli/daemon_args.h"
+#include "cli/daemon_call.h"
 #include "cli/option_echo.h"
 #include "daemon/api_client.h"
 
 namespace corral::cli {
 namespace {
 
-constexpr int kExitCorral = 125;
+constexpr int kExitCorral = kExitRefused;
 using daemon::Json;
 
 constexpr char kUsage[] =
     "usage: corral session <command>\n"
-    "  create [--name N] [--memory S] [--pids N] [--cpu-time D] [--file-size S] [--open-files N]\n"
+    "  create [--profile NAME[@VERSION]] [--name N] [--memory S] [--pids N] [--cpu-time D] [--file-size S] [--open-files N]\n"
     "         [--tmp-size S] [--workspace-size S] [--workspace DIR] [--env K=V]... [--allow-weaker LIMIT]...\n"
-    "         [--ttl D] [--json]\n"
+    "         [--ttl D] [--ro-bind HOST[:SANDBOX]]... [--net none|proxy] [--allow GRANT]...\n"
+    "         [--allow-internal CIDR]... [--credential NAME]... [--json]\n"
+    "         (--credential: a record of `corral credential add`, leased through the session's proxy;\n"
+    "          with --profile every other option may only narrow the profile: corral profile --help)\n"
     "  exec ID [--env K=V]... [--cwd REL] [--timeout D] [--detach] [--json] -- CMD [ARGS...]\n"
     "  ls [--json]    show ID [--json]    rm ID [--keep-workspace]\n"
     "  cp ID:PATH LOCAL    cp LOCAL ID:PATH    (PATH relative to /workspace)\n"
     "  pause ID    resume ID    (the cgroup freezer: corral doctor says whether this host has one)\n"
     "  The daemon's socket: $CORRAL_SOCKET, else the default (corral daemon --help).\n";
 
-int failLine(const std::string& msg) {
-  std::fprintf(stderr, "corral: session: %s\n", oneLine(msg).c_str());
-  return kExitCorral;
-}
+int failLine(const std::string& msg) { return cli::failLine("session", msg); }
 
-// One request; prints the daemon's error and gives nullopt on anything but `want` (-1: any
-// status, its body returned, nothing printed).
 std::optional<Json> call(const std::string& method, const std::string& target, const std::optional<Json>& body, int want) {
-  auto client = daemon::ApiClient::connect();
-  if (!client) {
-    failLine(client.error().message());
-    return std::nullopt;
-  }
-  auto r = client->request(method, target, body);
-  if (!r) {
-    failLine(r.error().message());
-    return std::nullopt;
-  }
-  if (want >= 0 && r->status != want) {
-    failLine(daemon::apiErrorMessage(*r));
-    return std::nullopt;
-  }
-  return r->body;
+  return apiCall("session", method, target, body, want);
 }
-
-void printJson(const Json& j) { std::printf("%s\n", daemon::dumpJson(j).c_str()); }
 
 int create(const std::vector<std::string>& args) {
   auto s = scanArgs(args,
                     {{"--name", true}, {"--memory", true}, {"--pids", true}, {"--cpu-time", true}, {"--file-size", true},
                      {"--open-files", true}, {"--tmp-size", true}, {"--workspace-size", true}, {"--env", true, true},
-                     {"--allow-weaker", true, true}, {"--workspace", true}, {"--ttl", true}, {"--json", false}},
+                     {"--allow-weaker", true, true}, {"--workspace", true}, {"--ttl", true}, {"--json", false},
+                     {"--net", true}, {"--allow", true, true}, {"--allow-internal", true, true}, {"--credential", true, true},
+                     {"--ro-bind", true, true}, {"--profile", true}},
                     0);
   if (!s) return failLine("create: " + s.error().message());
   if (!s->rest.empty()) return failLine("create: takes no arguments");
   Json body = Json::object();
+  if (s->has("--profile")) {
+    // NAME or NAME@VERSION; every other option given narrows it (the daemon checks).
+    const std::string p = s->get("--profile");
+    const size_t at = p.find('@');
+    body["profile"] = p.substr(0, at);
+    if (at != std::string::npos) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(p.c_str() + at + 1, &end, 10);
+      if (at + 1 == p.size() || *end != '\0' || v == 0) return failLine("create: --profile NAME@VERSION: VERSION is a number from 1");
+      body["profile_version"] = v;
+    }
+  }
   if (s->has("--name")) body["name"] = s->get("--name");
   Json limits = Json::object();
   for (auto [opt, key] : {std::pair{"--memory", "memory"}, {"--cpu-time", "cpu_time"}, {"--file-size", "file_size"},
@@ -89,6 +86,22 @@ int create(const std::vector<std::string>& args) {
   if (!limits.empty()) body["limits"] = limits;
   if (s->has("--env")) body["env"] = s->all("--env");
   if (s->has("--ttl")) body["ttl"] = s->get("--ttl");
+  if (s->has("--net")) body["net"] = s->get("--net");
+  for (auto [opt, key] : {std::pair{"--allow", "allow"}, {"--allow-internal", "allow_internal"}, {"--credential", "credentials"}})
+    if (s->has(opt)) body[key] = s->all(opt);
+  if (s->has("--ro-bind")) {
+    // The host side resolved here, as exec does: the daemon opens it with its own rights.
+    Json binds = Json::array();
+    for (const std::string& b : s->all("--ro-bind")) {
+      const size_t colon = b.find(':');
+      const std::string host = b.substr(0, colon);
+      char* real = ::realpath(host.c_str(), nullptr);
+      if (!real) return failLine("create: --ro-bind " + host + ": " + std::strerror(errno));
+      binds.push_back(std::string(real) + (colon == std::string::npos ? ":" + host : b.substr(colon)));
+      std::free(real);
+    }
+    body["ro_binds"] = binds;
+  }
   if (s->has("--workspace")) {
     // Resolved here, as exec does: the daemon then opens it refusing any symlink on the path.
     char* real = ::realpath(s->get("--workspace").c_str(), nullptr);

@@ -22,6 +22,8 @@ constexpr const char* kUsage =
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
     "  daemon [--state-dir DIR] [--socket PATH]  serve persistent sessions over a UNIX socket\n"
     "  session create|exec|ls|show|rm|cp|pause|resume    sessions of a running daemon (corral session --help)\n"
+    "  credential add|rotate|ls|show|rm                   write-only credential records (corral credential --help)\n"
+    "  profile add|ls|show|rm                             startup profiles for sessions (corral profile --help)\n"
     "  wasm compile|run MODULE.wasm ...  a WebAssembly guest, deny-by-default (corral wasm --help)\n"
     "  market serve|admin|post|buyer|tasks|result|ledger\n"
     "                                    the task marketplace (corral market --help)\n"
@@ -29,7 +31,7 @@ constexpr const char* kUsage =
     "                                    check a release's signed SHA256SUMS and the files it lists\n"
     "  version [--json]                  print the version (--json: commit, build, libraries, SBOM hash)\n";
 
-constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "version", "verify-release", "wasm", "market", "daemon", "session"};
+constexpr std::string_view kSubcommands[] = {"exec", "run", "doctor", "claims", "verify", "keygen", "version", "verify-release", "wasm", "market", "daemon", "session", "credential", "profile"};
 
 }  // namespace
 

@@ -36,7 +36,7 @@ bool isStreamedUpload(const std::string& method, const std::vector<std::string>&
 
 ApiResponse route(const ApiRequest& req, ApiContext& ctx) {
   if (req.segments.empty() || req.segments[0] != "v1") return errorResponse(404, "not_found", "no such resource (the API is under /v1/)");
-  for (auto* r : {&routeSystem, &routeSessions, &routeCommands, &routeFiles})
+  for (auto* r : {&routeSystem, &routeSessions, &routeCommands, &routeFiles, &routeCredentials, &routeProfiles, &routeEvents})
     if (auto res = (*r)(req, ctx)) return std::move(*res);
   return errorResponse(404, "not_found", "no such resource");
 }

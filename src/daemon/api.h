@@ -15,6 +15,9 @@
 namespace corral::daemon {
 
 class Sessions;
+class Credentials;
+class Profiles;
+class EventBus;
 
 // Pulls a streamed request body: sink gets each piece as it arrives (at most 64 KiB) and
 // returns false to stop; the result is the byte count, or why the body could not be read.
@@ -44,6 +47,9 @@ struct ApiResponse {
 
 struct ApiContext {
   Sessions& sessions;
+  Credentials& credentials;
+  Profiles& profiles;
+  EventBus& events;
 };
 
 // {"error": {"code", "message"}} with the status that fits the error's code.
@@ -59,6 +65,9 @@ std::optional<ApiResponse> routeSystem(const ApiRequest& req, ApiContext& ctx);
 std::optional<ApiResponse> routeSessions(const ApiRequest& req, ApiContext& ctx);
 std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx);
 std::optional<ApiResponse> routeFiles(const ApiRequest& req, ApiContext& ctx);
+std::optional<ApiResponse> routeCredentials(const ApiRequest& req, ApiContext& ctx);
+std::optional<ApiResponse> routeProfiles(const ApiRequest& req, ApiContext& ctx);
+std::optional<ApiResponse> routeEvents(const ApiRequest& req, ApiContext& ctx);
 
 // The body as a JSON value, or the 400 to answer; an empty body is {} only when allowed.
 Result<Json> jsonBody(const ApiRequest& req);

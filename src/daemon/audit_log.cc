@@ -54,6 +54,16 @@ Result<AuditLog> AuditLog::open(const std::string& state_dir) {
 }
 
 void AuditLog::append(const std::string& event, const Peer& peer, Json fields) {
+  if (observer_) {
+    const Json given = fields;
+    appendLocked(event, peer, std::move(fields));
+    observer_(event, peer, given);
+    return;
+  }
+  appendLocked(event, peer, std::move(fields));
+}
+
+void AuditLog::appendLocked(const std::string& event, const Peer& peer, Json fields) {
   std::lock_guard lock(mu_);
   fields["seq"] = seq_ + 1;
   fields["ts_ms"] = nowMs();

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -36,13 +37,18 @@ class AuditLog {
   void append(const std::string& event, const Peer& peer, Json fields = Json::object());
   // An event of the daemon itself (start, reconcile, expiry): peer_uid/peer_pid are its own.
   void appendSelf(const std::string& event, Json fields = Json::object());
+  // Called after each event is written, outside the log's lock (the event stream, events.h).
+  using Observer = std::function<void(const std::string& event, const Peer& peer, const Json& fields)>;
+  void setObserver(Observer o) { observer_ = std::move(o); }
 
  private:
   AuditLog() = default;
+  void appendLocked(const std::string& event, const Peer& peer, Json fields);
   std::mutex mu_;
   UniqueFd fd_;
   int64_t seq_ = 0;
   std::string prev_ = kAuditGenesis;
+  Observer observer_;
 };
 
 // Checks a log's chain: every line parses, seq counts up from 1, each "prev" is the hash of

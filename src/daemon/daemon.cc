@@ -15,6 +15,10 @@
 #include "base/log.h"
 #include "base/unique_fd.h"
 #include "daemon/audit_log.h"
+#include "daemon/credential_vault.h"
+#include "daemon/credentials.h"
+#include "daemon/events.h"
+#include "daemon/profiles.h"
 #include "daemon/server.h"
 #include "daemon/sessions.h"
 #include "daemon/store.h"
@@ -72,14 +76,35 @@ int runDaemon(const DaemonOptions& opts) {
   auto audit = AuditLog::open(opts.state_dir);
   if (!audit) return fail(audit.error());
   audit->appendSelf("daemon_started", {{"schema_version", kSchemaVersion}});
+  auto vault = CredentialVault::open(opts.state_dir);
+  if (!vault) return fail(vault.error());
+  Credentials credentials(*store, *vault, *audit);
+  credentials.reconcile();
+  // Every audit event also goes to the event stream, to the uid whose session or record it is.
+  EventBus events(opts.event_queue);
+  Store& db = *store;
+  audit->setObserver([&events, &db](const std::string& event, const Peer& peer, const Json& fields) {
+    int64_t owner = peer.pid == ::getpid() ? -1 : static_cast<int64_t>(peer.uid);
+    if (fields.contains("owner_uid") && fields["owner_uid"].is_number_integer()) {
+      owner = fields["owner_uid"].get<int64_t>();
+    } else if (fields.contains("session") && fields["session"].is_string()) {
+      if (auto row = db.session(fields["session"].get<std::string>()); row && *row) owner = (*row)->owner_uid;
+    }
+    Json shown = fields;
+    shown.erase("owner_uid");
+    events.publish(event, owner, shown);
+  });
   Sessions sessions(*store, *audit, opts.state_dir, core);
+  sessions.setEvents(&events);
   sessions.reconcile();
   std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
+  std::thread([&sessions] { sessions.runWatcher(); }).detach();
   auto server = Server::listen({opts.socket, opts.allow_group});
   if (!server) return fail(server.error());
   log::info("daemon_ready", "socket=" + log::value(opts.socket) + " pid=" + std::to_string(::getpid()) +
                                 " schema_version=" + std::to_string(kSchemaVersion));
-  ApiContext ctx{sessions};
+  Profiles profiles(*store, *audit);
+  ApiContext ctx{sessions, credentials, profiles, events};
   server->serve(ctx, stop_fd.get());
   if (opts.stop_sessions) sessions.stopAll();
   log::info("daemon_stopped", opts.stop_sessions ? "sessions=stopped" : "sessions=left_running");

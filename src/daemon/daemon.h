@@ -14,6 +14,7 @@ struct DaemonOptions {
   std::string socket;
   std::optional<gid_t> allow_group;
   bool stop_sessions = false;  // on SIGTERM, end every session too
+  size_t event_queue = 1024;   // GET /v1/events: events queued per subscriber before it loses some
 };
 
 // Exit status: 0 after SIGTERM/SIGINT, 125 when it could not start (one line on stderr).

@@ -100,7 +100,10 @@ std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx)
     auto dir = ctx.sessions.commandDir(req.peer, id, *n);
     if (!dir) return errorResponse(dir.error());
     Sessions& sessions = ctx.sessions;
-    return ApiResponse{200, nullptr, [d = *dir, id, &sessions](const ChunkWriter& w) { streamCommand(d, id, sessions, w); }};
+    return ApiResponse{200, nullptr, [d = *dir, id, n = *n, peer = req.peer, &sessions](const ChunkWriter& w) {
+                         streamCommand(d, id, sessions, w);
+                         (void)sessions.command(peer, id, n);  // its end recorded (and its event sent) at once
+                       }};
   }
   if (seg[5] == "signal") {
     if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST");

@@ -1,10 +1,61 @@
 // SPDX-License-Identifier: Apache-2.0
 // /v1/sessions and /v1/sessions/{id}: create, list, show, remove; .../pause and .../resume.
 #include "daemon/api.h"
+#include "daemon/credentials.h"
+#include "daemon/profiles.h"
 #include "daemon/session_spec.h"
 #include "daemon/sessions.h"
 
 namespace corral::daemon {
+namespace {
+
+// The spec: the body's own, or a profile's narrowed by the body; with the profile's startup.
+struct Made {
+  SessionSpec spec;
+  std::optional<StartupCommand> startup;
+};
+
+Result<Made> specOf(const ApiRequest& req, ApiContext& ctx, Json body) {
+  if (!body.is_object() || !body.contains("profile")) {
+    if (body.is_object() && body.contains("profile_version"))
+      return Error(Errc::kInvalidArgument, "body.profile_version: needs a profile");
+    ASSIGN_OR_RETURN(SessionSpec spec, parseSessionSpec(body));
+    return Made{std::move(spec), std::nullopt};
+  }
+  Json which = {{"profile", body["profile"]}};
+  if (body.contains("profile_version")) which["profile_version"] = body["profile_version"];
+  ASSIGN_OR_RETURN(Fields f, Fields::of(which, "body", {"profile", "profile_version"}));
+  ASSIGN_OR_RETURN(auto name, f.string("profile", 64));
+  ASSIGN_OR_RETURN(auto version, f.count("profile_version", INT32_MAX));
+  body.erase("profile");
+  body.erase("profile_version");
+  ASSIGN_OR_RETURN(auto resolved, ctx.profiles.resolve(req.peer, name.value_or(""), static_cast<int64_t>(version.value_or(0))));
+  auto spec = narrowProfile(resolved.profile, body);
+  if (!spec) return spec.error().wrap("profile '" + resolved.profile.name + "' version " + std::to_string(resolved.version));
+  spec->profile = resolved.profile.name;
+  spec->profile_version = resolved.version;
+  return Made{std::move(*spec), resolved.profile.startup};
+}
+
+ApiResponse createSession(const ApiRequest& req, ApiContext& ctx, Json body) {
+  auto made = specOf(req, ctx, std::move(body));
+  if (!made) return errorResponse(made.error());
+  auto leases = ctx.credentials.lease(req.peer, made->spec.credentials);
+  if (!leases) return errorResponse(leases.error());
+  auto session = ctx.sessions.create(req.peer, made->spec, *leases);
+  if (!session || !made->startup) return answer(std::move(session), 201);
+  // A profile's startup: the session is answered once ready, or removed when it never was.
+  const std::string id = (*session)["id"].get<std::string>();
+  auto started = ctx.sessions.runStartup(req.peer, id, *made->startup);
+  if (!started) {
+    (void)ctx.sessions.remove(req.peer, id);
+    return errorResponse(started.error().wrap("session " + id + " removed"));
+  }
+  (*session)["startup"] = *started;
+  return answer(std::move(session), 201);
+}
+
+}  // namespace
 
 std::optional<ApiResponse> routeSessions(const ApiRequest& req, ApiContext& ctx) {
   const auto& seg = req.segments;
@@ -21,9 +72,7 @@ std::optional<ApiResponse> routeSessions(const ApiRequest& req, ApiContext& ctx)
     if (req.method != "POST") return errorResponse(405, "method_not_allowed", "GET or POST");
     auto body = jsonBody(req);
     if (!body) return errorResponse(body.error());
-    auto spec = parseSessionSpec(*body);
-    if (!spec) return errorResponse(spec.error());
-    return answer(ctx.sessions.create(req.peer, *spec), 201);
+    return createSession(req, ctx, *body);
   }
   if (req.method == "GET") return answer(ctx.sessions.show(req.peer, seg[2]));
   if (req.method == "DELETE") {

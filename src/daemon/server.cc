@@ -99,6 +99,12 @@ std::vector<std::string> splitSegments(std::string_view target, bool* ok) {
 
 void writeResponse(FdStream& s, const ApiResponse& res, bool keep_alive, boost::beast::error_code& ec) {
   if (res.stream) {
+    // An event stream lives as long as its client: a small send buffer keeps what the kernel
+    // holds for one that stops reading small too (the bus bounds the rest, events.h).
+    if (res.content_type == "text/event-stream") {
+      const int bytes = 64 * 1024;
+      (void)::setsockopt(s.fd(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    }
     http::response<http::empty_body> head{static_cast<http::status>(res.status), 11};
     head.set(http::field::content_type, res.content_type);
     head.chunked(true);

@@ -4,6 +4,10 @@
 
 #include <cctype>
 
+#include <algorithm>
+
+#include "policy/egress_grant.h"
+#include "policy/egress_internal.h"
 #include "policy/env_policy.h"
 #include "policy/path_policy.h"
 #include "policy/units.h"
@@ -87,10 +91,61 @@ Result<sandbox::Limits> parseLimits(const Json* j) {
 
 std::string sizeText(uint64_t bytes) { return std::to_string(bytes); }
 
+Result<std::vector<sandbox::RoBind>> parseRoBinds(const std::optional<std::vector<std::string>>& list) {
+  std::vector<sandbox::RoBind> out;
+  for (const std::string& v : list.value_or(std::vector<std::string>{})) {
+    const size_t colon = v.find(':');
+    if (colon != std::string::npos && v.find(':', colon + 1) != std::string::npos)
+      return Error(Errc::kInvalidArgument, "body.ro_binds: more than one ':' in an entry");
+    const std::string host = v.substr(0, colon), target = colon == std::string::npos ? host : v.substr(colon + 1);
+    if (host.empty() || host.front() != '/' || host.find('\0') != std::string::npos)
+      return Error(Errc::kInvalidArgument, "body.ro_binds: an absolute host path is required");
+    auto checked = policy::path::sandboxMountPath(target);
+    if (!checked) return checked.error().wrap("body.ro_binds");
+    if (std::any_of(out.begin(), out.end(), [&](const sandbox::RoBind& b) { return b.sandbox == *checked; }))
+      return Error(Errc::kInvalidArgument, "body.ro_binds: " + *checked + " given twice");
+    out.push_back({host, *checked});
+  }
+  return out;
+}
+
+// Egress: grants and CIDRs canonical (as the proxy will read them), credentials by name.
+Result<void> parseEgress(const Fields& f, SessionSpec& s) {
+  ASSIGN_OR_RETURN(auto net, f.string("net", 16));
+  if (net && *net != "none" && *net != "proxy") return Error(Errc::kInvalidArgument, "body.net: \"none\" or \"proxy\"");
+  s.net_proxy = net && *net == "proxy";
+  ASSIGN_OR_RETURN(auto allow, f.strings("allow", 256, 1024));
+  for (const std::string& g : allow.value_or(std::vector<std::string>{})) {
+    auto grant = policy::egress::parseGrant(g);
+    if (!grant) return grant.error().wrap("body.allow");
+    if (std::find(s.allow.begin(), s.allow.end(), grant->text()) == s.allow.end()) s.allow.push_back(grant->text());
+  }
+  ASSIGN_OR_RETURN(auto internal, f.strings("allow_internal", 64, 64));
+  for (const std::string& c : internal.value_or(std::vector<std::string>{})) {
+    auto cidr = policy::egress::parseCidr(c);
+    if (!cidr) return cidr.error().wrap("body.allow_internal");
+    if (std::find(s.allow_internal.begin(), s.allow_internal.end(), cidr->text()) == s.allow_internal.end())
+      s.allow_internal.push_back(cidr->text());
+  }
+  ASSIGN_OR_RETURN(auto creds, f.strings("credentials", 32, 64));
+  for (const std::string& n : creds.value_or(std::vector<std::string>{})) {
+    RETURN_IF_ERROR(checkCredentialName(n));
+    if (std::find(s.credentials.begin(), s.credentials.end(), n) != s.credentials.end())
+      return Error(Errc::kInvalidArgument, "body.credentials: '" + n + "' given twice");
+    s.credentials.push_back(n);
+  }
+  if (!s.net_proxy && (!s.allow.empty() || !s.allow_internal.empty() || !s.credentials.empty()))
+    return Error(Errc::kInvalidArgument, "body: allow, allow_internal and credentials need \"net\": \"proxy\"");
+  if (!s.allow_internal.empty() && s.allow.empty())
+    return Error(Errc::kInvalidArgument, "body.allow_internal: needs an allow grant by name");
+  return {};
+}
+
 }  // namespace
 
 Result<SessionSpec> parseSessionSpec(const Json& j) {
-  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "limits", "env", "workspace", "ttl"}));
+  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "limits", "env", "workspace", "ttl", "ro_binds", "net", "allow",
+                                                     "allow_internal", "credentials", "profile", "profile_version"}));
   SessionSpec s;
   ASSIGN_OR_RETURN(s.name, f.string("name", 64));
   if (s.name) {
@@ -108,7 +163,20 @@ Result<SessionSpec> parseSessionSpec(const Json& j) {
     return Error(Errc::kInvalidArgument, "body.workspace: an absolute host path is required");
   ASSIGN_OR_RETURN(s.ttl, duration(f, "ttl", "body"));
   if (s.ttl && s.ttl->count() <= 0) return Error(Errc::kInvalidArgument, "body.ttl: must be positive");
+  ASSIGN_OR_RETURN(auto binds, f.strings("ro_binds", 64, 4096));
+  ASSIGN_OR_RETURN(s.ro_binds, parseRoBinds(binds));
+  RETURN_IF_ERROR(parseEgress(f, s));
+  ASSIGN_OR_RETURN(s.profile, f.string("profile", 64));
+  ASSIGN_OR_RETURN(auto version, f.count("profile_version", INT32_MAX));
+  s.profile_version = static_cast<int64_t>(version.value_or(0));
   return s;
+}
+
+Result<void> checkCredentialName(std::string_view name) {
+  const bool ok = !name.empty() && name.size() <= 64 && name.front() >= 'a' && name.front() <= 'z' &&
+                  std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
+  if (!ok) return Error(Errc::kInvalidArgument, "credential name '" + policy::printable(name) + "': 1 to 64 of a-z 0-9 _ -, starting with a letter");
+  return {};
 }
 
 Json limitsJson(const sandbox::Limits& l) {
@@ -133,6 +201,19 @@ Json sessionSpecJson(const SessionSpec& s, bool with_env) {
   if (with_env) j["env"] = envStrings(s.env);
   if (s.workspace_from) j["workspace"] = *s.workspace_from;
   if (s.ttl) j["ttl"] = std::to_string(s.ttl->count()) + "ms";
+  if (!s.ro_binds.empty()) {
+    Json binds = Json::array();
+    for (const auto& b : s.ro_binds) binds.push_back(b.host + ":" + b.sandbox);
+    j["ro_binds"] = binds;
+  }
+  j["net"] = s.net_proxy ? "proxy" : "none";
+  if (!s.allow.empty()) j["allow"] = s.allow;
+  if (!s.allow_internal.empty()) j["allow_internal"] = s.allow_internal;
+  if (!s.credentials.empty()) j["credentials"] = s.credentials;
+  if (s.profile) {
+    j["profile"] = *s.profile;
+    j["profile_version"] = s.profile_version;
+  }
   return j;
 }
 

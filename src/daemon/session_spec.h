@@ -20,15 +20,29 @@ struct SessionSpec {
   std::vector<std::pair<std::string, std::string>> env;  // added to every command's environment
   std::optional<std::string> workspace_from;  // a host dir copied into the workspace once, at create
   std::optional<std::chrono::milliseconds> ttl;  // the session ends (is removed) this long after create
+  std::vector<sandbox::RoBind> ro_binds;          // host paths readable inside (the daemon's rights)
+  // Egress: "none" (loopback only) or "proxy" (exec's --net proxy: the grants below, through
+  // an egress proxy the session's shim runs for the session's life).
+  bool net_proxy = false;
+  std::vector<std::string> allow;           // grants, canonical (policy::egress::Grant::text)
+  std::vector<std::string> allow_internal;  // CIDRs granted names may resolve into
+  std::vector<std::string> credentials;     // credential records by name, leased through the proxy
+  // The profile it was made from, as recorded (the spec above is already the narrowed one).
+  std::optional<std::string> profile;
+  int64_t profile_version = 0;
 };
 
 // {"name", "limits": {"memory","pids","cpu_time","file_size","open_files","tmp_size",
-// "workspace_size", "allow_weaker": ["memory"]}, "env": ["K=V"], "workspace": "/abs/dir", "ttl": "1h"}; sizes and durations as
+// "workspace_size", "allow_weaker": ["memory"]}, "env": ["K=V"], "workspace": "/abs/dir", "ttl": "1h",
+// "ro_binds": ["/host[:/sandbox]"], "net": "none"|"proxy", "allow": ["https://host"],
+// "allow_internal": ["10.0.0.0/8"], "credentials": ["name"]}; sizes and durations as
 // strings ("512M", "30s"), counts as integers. Unknown fields are errors.
 Result<SessionSpec> parseSessionSpec(const Json& j);
 // The same document back, as parseSessionSpec reads it: with env for the shim (which alone
 // keeps the values), without for the store and the API (values may be secrets).
 Json sessionSpecJson(const SessionSpec& s, bool with_env);
+// A credential record's name: [a-z][a-z0-9_-]{0,63} (a lease name, and the default of its variable).
+Result<void> checkCredentialName(std::string_view name);
 // Limits as the API shows them (no env: values may be secrets).
 Json limitsJson(const sandbox::Limits& l);
 

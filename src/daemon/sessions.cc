@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "base/log.h"
 #include "base/random_id.h"
@@ -106,7 +107,10 @@ bool Sessions::alive(const std::string& id) {
 Json Sessions::sessionJson(const SessionRow& s) {
   Json j = {{"id", s.id}, {"name", s.name}, {"state", s.state}, {"owner_uid", s.owner_uid}, {"created_at", s.created_at}};
   if (s.expires_at) j["expires_at_ms"] = s.expires_at;
-  if (auto spec = parseJson(s.spec); spec && spec->is_object() && spec->contains("limits")) j["limits"] = (*spec)["limits"];
+  if (auto spec = parseJson(s.spec); spec && spec->is_object()) {
+    for (const char* key : {"limits", "net", "credentials", "profile", "profile_version"})
+      if (spec->contains(key)) j[key] = (*spec)[key];
+  }
   return j;
 }
 
@@ -116,7 +120,10 @@ Json Sessions::commandJson(const SessionRow& s, CommandRow c) {
       c.state = "exited";
       c.report = dumpJson(*st);
       if ((*st).contains("exit_code") && (*st)["exit_code"].is_number_integer()) c.exit_code = (*st)["exit_code"].get<int64_t>();
-      (void)store_.setCommand(s.id, c.cmd, c.state, c.exit_code, c.report);
+      // Recorded once, by whichever reader saw the status first: the event goes with it.
+      if (auto first = store_.finishCommand(s.id, c.cmd, c.exit_code, c.report); first && *first)
+        audit_.appendSelf("command_exited", {{"session", s.id}, {"cmd", c.cmd}, {"exit_code", c.exit_code ? Json(*c.exit_code) : Json(nullptr)},
+                                             {"owner_uid", s.owner_uid}});
     } else if (s.state == "lost" || s.state == "stopped") {
       c.state = "lost";
     }
@@ -127,7 +134,7 @@ Json Sessions::commandJson(const SessionRow& s, CommandRow c) {
   return j;
 }
 
-Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
+Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const std::vector<LeasedCredential>& leases) {
   SessionRow row;
   row.id = randomHex16();
   row.name = spec.name.value_or(row.id);
@@ -147,7 +154,10 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
   if (spec.workspace_from && peer.uid != ::geteuid())
     return Error(Errc::kRefused, "body.workspace: the daemon runs as another uid and would read the directory with its "
                                  "rights, not yours; copy files in with `corral session cp` instead");
+  if (!spec.ro_binds.empty() && peer.uid != ::geteuid())
+    return Error(Errc::kRefused, "body.ro_binds: the daemon runs as another uid and would open the paths with its rights, not yours");
   RETURN_IF_ERROR(store_.insertSession(row));
+  for (const LeasedCredential& l : leases) RETURN_IF_ERROR(store_.addSessionCredential(row.id, peer.uid, l.name, l.version));
   // Undo: nothing of it may stay (a shim that reported a failure has exited).
   auto undo = [&](const Error& e) {
     SessionRow gone = row;
@@ -160,7 +170,22 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
   if (::mkdir(dir.c_str(), 0700) != 0) return undo(sysError("mkdir " + dir));
   log::info("session_creating", "session=" + row.id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   if (auto ws = prepareWorkspace(peer, spec, dir); !ws) return undo(ws.error());
-  auto procs = startShim(core_, dir, {{"id", row.id}, {"secret", row.secret}, {"spec", sessionSpecJson(spec, /*with_env=*/true)}});
+  // The lease values travel after the config (shim_link.h), in a string wiped once written.
+  std::string lease_text;
+  if (!leases.empty()) {
+    Json list = Json::array();
+    for (const LeasedCredential& l : leases)
+      list.push_back({{"name", l.name}, {"env", l.env}, {"host", l.host}, {"header", l.header}, {"format", l.format},
+                      {"value", std::string(l.value.revealForInjection())}});
+    lease_text = dumpJson(list);
+    for (Json& l : list) {
+      auto& v = l["value"].get_ref<std::string&>();
+      std::fill(v.begin(), v.end(), '\0');
+    }
+  }
+  auto procs = startShim(core_, dir, {{"id", row.id}, {"secret", row.secret}, {"spec", sessionSpecJson(spec, /*with_env=*/true)}},
+                         lease_text);
+  std::fill(lease_text.begin(), lease_text.end(), '\0');
   if (!procs) return undo(procs.error());
   RETURN_IF_ERROR(store_.setSessionProcesses(row.id, procs->shim_pid, procs->shim_start, procs->init_pid, procs->init_start));
   // Init has started nothing yet: in the freezer cgroup now, everything it forks is in it too.
@@ -176,8 +201,11 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec) {
   log::info("session_created", "session=" + row.id + " shim_pid=" + std::to_string(procs->shim_pid) +
                                    " init_pid=" + std::to_string(procs->init_pid) +
                                    " expires_at=" + std::to_string(row.expires_at));
+  Json lease_names = Json::array();
+  for (const LeasedCredential& l : leases) lease_names.push_back(l.name);
   audit_.append("session_created", peer, {{"session", row.id}, {"shim_pid", procs->shim_pid}, {"init_pid", procs->init_pid},
-                                          {"workspace_capped", workspace_.capped}, {"expires_at_ms", row.expires_at}});
+                                          {"workspace_capped", workspace_.capped}, {"expires_at_ms", row.expires_at},
+                                          {"net", spec.net_proxy ? "proxy" : "none"}, {"credentials", lease_names}});
   if (row.expires_at) expiry_cv_.notify_all();
   return sessionJson(row);
 }
@@ -276,6 +304,10 @@ void Sessions::finishRemove(const SessionRow& s, std::string* kept) {
   if (parent.valid() && held.valid() && !removeTreeAt(parent.get(), s.id.c_str(), held.get()))
     log::warn("session_dir_left", "session=" + s.id);
   (void)store_.deleteSession(s.id);
+  {
+    std::lock_guard lock(egress_mu_);
+    egress_seen_.erase(s.id);
+  }
   std::lock_guard lock(links_mu_);
   links_.erase(s.id);
 }
@@ -284,6 +316,8 @@ Result<Json> Sessions::remove(const Peer& peer, const std::string& id, bool keep
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (s.state == "creating") return Error(kConflict, "session " + id + " is still being created");
   if (s.state == "removing") return Error(kConflict, "session " + id + " is being removed");
+  collectLeaseUses(s);  // the last uses its shim counted, before it ends
+  recordEndedCommands(s);
   RETURN_IF_ERROR(store_.setSessionState(id, "removing"));
   std::string kept;
   finishRemove(s, keep_workspace ? &kept : nullptr);
@@ -366,6 +400,68 @@ Result<Json> Sessions::resume(const Peer& peer, const std::string& id) {
   return Json{{"id", id}, {"state", "running"}};
 }
 
+void Sessions::collectLeaseUses(const SessionRow& s) {
+  if (s.state != "running" && s.state != "paused") return;
+  auto spec = parseJson(s.spec);
+  if (!spec || !spec->is_object() || !spec->contains("net") || (*spec)["net"] != "proxy") return;
+  auto held = store_.sessionCredentials(s.id);
+  if (!held) return;
+  auto res = callShim(s, {{"op", "leases"}});
+  if (!res || !res->contains("leases") || !(*res)["leases"].is_array()) return;
+  auto number = [](const Json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : int64_t{0};
+  };
+  for (const Json& u : (*res)["leases"]) {
+    if (!u.is_object() || !u.contains("name") || !u["name"].is_string()) continue;
+    const std::string name = u["name"].get<std::string>();
+    const int64_t uses = number(u, "uses"), last = number(u, "last_used_ms");
+    for (const Store::SessionLease& l : *held)
+      if (l.name == name && uses > l.seen_uses) {
+        (void)store_.foldCredentialUses(s.id, l.owner, name, uses, last);
+        audit_.appendSelf("credential_used",
+                          {{"session", s.id}, {"credential", name}, {"uses", uses - l.seen_uses}, {"owner_uid", l.owner}});
+      }
+  }
+  // Egress decisions since the last look: counted on the event stream, not the audit log
+  // (a busy session would write one fsynced line per second).
+  if (!events_ || !res->contains("egress")) return;
+  const int64_t allowed = number((*res)["egress"], "allowed"), refused = number((*res)["egress"], "refused");
+  std::lock_guard lock(egress_mu_);
+  auto& seen = egress_seen_[s.id];
+  if (allowed != seen.first || refused != seen.second) {
+    events_->publish("egress", s.owner_uid, {{"session", s.id}, {"allowed", allowed - seen.first}, {"refused", refused - seen.second},
+                                             {"allowed_total", allowed}, {"refused_total", refused}});
+    seen = {allowed, refused};
+  }
+}
+
+void Sessions::recordEndedCommands(const SessionRow& s) {
+  // A command's end is recorded (and its event sent) by the first reader of its status.
+  if (auto cmds = store_.commands(s.id))
+    for (CommandRow& c : *cmds)
+      if (c.state == "running") (void)commandJson(s, std::move(c));
+}
+
+void Sessions::runWatcher() {
+  for (int round = 0;; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto rows = store_.sessions();
+    if (!rows) continue;
+    for (const SessionRow& s : *rows) {
+      if (s.state != "running" && s.state != "paused") continue;
+      recordEndedCommands(s);
+      if (round % 5 == 0) collectLeaseUses(s);
+    }
+  }
+}
+
+void Sessions::collectLeaseUses(int64_t owner) {
+  auto rows = store_.sessions();
+  if (!rows) return;
+  for (const SessionRow& s : *rows)
+    if (owner < 0 || s.owner_uid == owner) collectLeaseUses(s);
+}
+
 void Sessions::runExpiry() {
   for (;;) {
     int64_t next = 0;
@@ -377,10 +473,12 @@ void Sessions::runExpiry() {
           next = next == 0 ? s.expires_at : std::min(next, s.expires_at);
           continue;
         }
+        collectLeaseUses(s);
+        recordEndedCommands(s);
         if (!store_.setSessionState(s.id, "removing")) continue;
         finishRemove(s);
         log::info("session_expired", "session=" + s.id + " expires_at=" + std::to_string(s.expires_at));
-        audit_.appendSelf("session_expired", {{"session", s.id}, {"expires_at_ms", s.expires_at}});
+        audit_.appendSelf("session_expired", {{"session", s.id}, {"expires_at_ms", s.expires_at}, {"owner_uid", s.owner_uid}});
       }
     }
     // Until the nearest expiry, a new session's notify, or a minute (a create still in flight).
@@ -414,7 +512,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     } else {
       (void)store_.setSessionState(s.id, "lost");
       log::warn("session_lost", "session=" + s.id + " reason=" + log::value(link.error().message()));
-      audit_.appendSelf("session_lost", {{"session", s.id}});
+      audit_.appendSelf("session_lost", {{"session", s.id}, {"owner_uid", s.owner_uid}});
     }
     return;
   }
@@ -431,7 +529,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     if (state != s.state) (void)store_.setSessionState(s.id, state);
     if (frozen == "FREEZING") (void)freezerSet(freezer_, s.id, true);
     log::info("session_adopted", "session=" + s.id + " shim_pid=" + std::to_string(s.shim_pid) + " state=" + state);
-    audit_.appendSelf("session_adopted", {{"session", s.id}, {"shim_pid", s.shim_pid}, {"state", state}});
+    audit_.appendSelf("session_adopted", {{"session", s.id}, {"shim_pid", s.shim_pid}, {"state", state}, {"owner_uid", s.owner_uid}});
   }
   auto l = linkFor(s.id);
   std::lock_guard lock(l->mu);

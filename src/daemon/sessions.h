@@ -18,6 +18,9 @@
 #include "daemon/shim_link.h"
 #include "daemon/store.h"
 #include "daemon/audit_log.h"
+#include "daemon/credentials.h"
+#include "daemon/events.h"
+#include "daemon/profile.h"
 #include "daemon/freezer.h"
 #include "daemon/workspace_disk.h"
 
@@ -33,7 +36,15 @@ class Sessions {
   // An event in the daemon's hash-chained log (audit_log.h): ids, counts, decisions only.
   void audit(const std::string& event, const Peer& peer, Json fields) { audit_.append(event, peer, std::move(fields)); }
 
-  Result<Json> create(const Peer& peer, const SessionSpec& spec);
+  // leases: the spec's credentials, opened (Credentials::lease); their values go to the shim alone.
+  Result<Json> create(const Peer& peer, const SessionSpec& spec, const std::vector<LeasedCredential>& leases = {});
+  // Asks the shim of each running or paused session that holds leases of owner (-1: anyone's)
+  // for its uses so far and adds them to the records (credential ls/show answer after this).
+  void collectLeaseUses(int64_t owner);
+  // A profile's startup command (session_startup.cc): started detached, then its readiness
+  // probe run until it exits 0; an error when the probe never passed within its timeout (the
+  // caller removes the session). The answer: {"cmd", "ready", "probes"}.
+  Result<Json> runStartup(const Peer& peer, const std::string& id, const StartupCommand& startup);
   Result<Json> list(const Peer& peer);
   Result<Json> show(const Peer& peer, const std::string& id);
   // keep_workspace: the workspace is moved to STATE/kept/ (its path is in the answer), not removed.
@@ -52,6 +63,10 @@ class Sessions {
   // --ttl: removes each session whose expiry has passed, then waits for the next one (or a
   // new session's); runs for the daemon's life, on a thread of its own.
   [[noreturn]] void runExpiry();
+  // Every 200 ms: records commands that ended (command_exited) and, every second, the lease
+  // uses and egress decisions of proxy sessions (the event stream's "egress"). Its own thread.
+  [[noreturn]] void runWatcher();
+  void setEvents(EventBus* events) { events_ = events; }
 
   // A session's workspace for the files API: its directory (a lost session's too), the host
   // ids that own its files, the session's --workspace-size (an upload's cap).
@@ -84,6 +99,8 @@ class Sessions {
   void finishRemove(const SessionRow& s, std::string* kept = nullptr);
   Result<void> prepareWorkspace(const Peer& peer, const SessionSpec& spec, const std::string& dir);
   void reconcileOne(const SessionRow& s);
+  void collectLeaseUses(const SessionRow& s);
+  void recordEndedCommands(const SessionRow& s);
 
   Store& store_;
   AuditLog& audit_;
@@ -94,6 +111,9 @@ class Sessions {
   std::condition_variable expiry_cv_;
   std::mutex links_mu_;
   std::map<std::string, std::shared_ptr<Link>> links_;
+  EventBus* events_ = nullptr;
+  std::mutex egress_mu_;
+  std::map<std::string, std::pair<int64_t, int64_t>> egress_seen_;  // session -> allowed, refused
 };
 
 }  // namespace corral::daemon

@@ -53,7 +53,7 @@ Result<ShimProcesses> processesOf(const Json& j) {
 
 }  // namespace
 
-Result<ShimProcesses> startShim(const std::string& core, const std::string& dir, const Json& config) {
+Result<ShimProcesses> startShim(const std::string& core, const std::string& dir, const Json& config, const std::string& leases) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0) return sysError("pipe");
   UniqueFd in_r(in[0]), in_w(in[1]);
@@ -91,8 +91,14 @@ Result<ShimProcesses> startShim(const std::string& core, const std::string& dir,
   in_r.reset();
   out_w.reset();
   const std::string text = dumpJson(config);
-  if (::write(in_w.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    return sysError("session shim: config");
+  const std::string head = std::to_string(text.size()) + "\n";
+  for (const std::string* part : {&head, &text, &leases})
+    for (size_t done = 0; done < part->size();) {
+      const ssize_t n = ::write(in_w.get(), part->data() + done, part->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return sysError("session shim: config");
+      done += static_cast<size_t>(n);
+    }
   in_w.reset();
   ASSIGN_OR_RETURN(std::string line, readLine(out_r.get(), kReadyTimeoutMs));
   ASSIGN_OR_RETURN(Json ready, parseJson(line));

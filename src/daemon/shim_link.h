@@ -20,7 +20,10 @@ struct ShimProcesses {
 // Starts `core __session-shim dir` detached from the daemon (its own session, reparented
 // away from the daemon, so neither the daemon's death nor its signals reach it), hands it
 // config on stdin and waits for its ready line. An Error carries the shim's own message.
-Result<ShimProcesses> startShim(const std::string& core, const std::string& dir, const Json& config);
+// stdin: "LENGTH\n", the config's JSON (LENGTH bytes), then `leases` (JSON, possibly empty) up
+// to end of file: the shim reads the leases, which hold credential values, only once its
+// sandbox's init has been cloned, so init's copy of the shim's memory never held them.
+Result<ShimProcesses> startShim(const std::string& core, const std::string& dir, const Json& config, const std::string& leases = "");
 
 class ShimLink {
  public:

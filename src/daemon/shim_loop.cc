@@ -25,6 +25,7 @@
 #include "daemon/json_fields.h"
 #include "daemon/session_spec.h"
 #include "daemon/shim.h"
+#include "daemon/shim_egress.h"
 #include "sandbox/session_protocol.h"
 #include "sandbox/sync_channel.h"
 
@@ -215,6 +216,10 @@ Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop) {
     p.value = static_cast<int32_t>(**sig);
     (void)!::send(io_.sock, &p, sizeof p, MSG_NOSIGNAL);
     return {{"ok", true}};
+  }
+  if (name == "leases") {  // credential uses so far (the daemon adds them to its records)
+    if (!cfg_.egress) return {{"ok", true}, {"leases", Json::array()}, {"egress", {{"allowed", 0}, {"refused", 0}}}};
+    return {{"ok", true}, {"leases", cfg_.egress->usage()}, {"egress", cfg_.egress->decisions()}};
   }
   if (name == "stop") {
     stop_ = true;

@@ -10,6 +10,10 @@
 #include "sandbox/linux_backend.h"
 
 namespace corral::daemon {
+class ShimEgress;
+}
+
+namespace corral::daemon {
 
 struct ShimConfig {
   int dir = -1;          // the session's directory (cmds/ beneath it)
@@ -17,6 +21,7 @@ struct ShimConfig {
   std::string secret;    // what a client must present first
   int ready = -1;        // where the ready line goes (then closed)
   std::vector<std::pair<std::string, std::string>> env;  // the session's, added to every command's
+  const ShimEgress* egress = nullptr;  // --net proxy: the session's proxy (its lease usage)
 };
 
 // Runs until the session is stopped (a client's stop, SIGTERM) or its init is gone.

@@ -16,6 +16,7 @@
 #include "base/read_fd.h"
 #include "daemon/json_fields.h"
 #include "daemon/session_spec.h"
+#include "daemon/shim_egress.h"
 #include "daemon/shim_loop.h"
 #include "daemon/unix_address.h"
 #include "policy/env_policy.h"
@@ -56,6 +57,46 @@ uint64_t processStartTime(int pid) {
   return std::strtoull(stat.c_str() + pos, nullptr, 10);
 }
 
+namespace {
+
+// "LENGTH\n" then that many bytes (shim_link.h): read exactly, never past them.
+Result<std::string> readConfig(int fd) {
+  std::string head;
+  char c = 0;
+  while (head.size() < 12) {
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error(Errc::kIo, "shim config: cut short");
+    if (c == '\n') break;
+    head.push_back(c);
+  }
+  char* end = nullptr;
+  const unsigned long long len = std::strtoull(head.c_str(), &end, 10);
+  if (head.empty() || *end != '\0' || len > kMaxControlBytes) return Error(Errc::kInvalidArgument, "shim config: bad length");
+  std::string out(len, '\0');
+  for (size_t done = 0; done < out.size();) {
+    const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error(Errc::kIo, "shim config: cut short");
+    done += static_cast<size_t>(n);
+  }
+  return out;
+}
+
+void wipe(std::string& s) {
+  volatile char* p = s.data();
+  for (size_t i = 0; i < s.size(); ++i) p[i] = 0;
+}
+
+// Every string in j (the leases' values among them) zeroed in place.
+void wipeStrings(Json& j) {
+  if (j.is_string()) wipe(j.get_ref<std::string&>());
+  else if (j.is_structured())
+    for (auto& v : j) wipeStrings(v);
+}
+
+}  // namespace
+
 bool sameSecret(const std::string& a, const std::string& b) {
   if (a.size() != b.size() || a.empty()) return false;
   unsigned char diff = 0;
@@ -72,10 +113,12 @@ int shimMain(const std::vector<std::string>& args) {
   log::setLevel(log::Level::kInfo);
   // stdout is the daemon's pipe for the ready line: keep it aside, and put /dev/null on 0..2
   // (the sandbox's init is cloned from this process and must hold nothing of the daemon's).
-  auto config_text = readUpTo(0, kMaxControlBytes, "shim config");
+  // The config now; the leases (credential values) stay in the pipe until init is cloned.
+  auto config_text = readConfig(0);
+  UniqueFd rest(::fcntl(0, F_DUPFD_CLOEXEC, 3));
   UniqueFd ready(::fcntl(1, F_DUPFD_CLOEXEC, 3));
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (!ready.valid() || !devnull.valid()) return 125;
+  if (!ready.valid() || !devnull.valid() || !rest.valid()) return 125;
   for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull.get(), fd);
   auto fail = [&](const Error& e) {
     writeLine(ready.get(), {{"error", e.message()}});
@@ -88,7 +131,7 @@ int shimMain(const std::vector<std::string>& args) {
   if (!log.valid()) return fail(sysError("open shim.log"));
   auto config = parseJson(*config_text);
   if (!config) return fail(config.error());
-  auto fields = Fields::of(*config, "shim config", {"id", "secret", "spec"});
+  auto fields = Fields::of(*config, "shim config", {"id", "secret", "spec", "leases"});
   if (!fields) return fail(fields.error());
   auto secret = fields->string("secret");
   if (!secret || !*secret || (*secret)->size() < 32) return fail(Error(Errc::kInvalidArgument, "shim config: no secret"));
@@ -100,17 +143,48 @@ int shimMain(const std::vector<std::string>& args) {
   auto listen = listenControl(dir.get(), dir_path);
   if (!listen) return fail(listen.error());
 
+  auto id = fields->string("id", 64);
+  if (!id || !*id) return fail(Error(Errc::kInvalidArgument, "shim config: no id"));
+  // --net proxy: the channel is made now (init's end is fixed before the clone); the proxy
+  // itself, with the lease values only it keeps, starts once init has been cloned.
+  UniqueFd sandbox_end, proxy_end;
+  if (!spec->net_proxy) rest.reset();  // nothing follows the config
+  if (spec->net_proxy) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return fail(sysError("egress channel socketpair"));
+    sandbox_end.reset(pair[0]);
+    proxy_end.reset(pair[1]);
+  }
   sandbox::SandboxSpec sandbox;
   sandbox.argv = {"/bin/true"};  // never run: a session's init starts only what it is asked to
   sandbox.env = policy::env::buildEnvironment(spec->env);
   sandbox.limits = spec->limits;
+  sandbox.ro_binds = spec->ro_binds;
+  sandbox.proxy.channel = sandbox_end.valid() ? sandbox_end.get() : -1;
   sandbox.workspace_bind = dir_path + "/workspace";  // the daemon made it (workspace_disk.h)
-  ShimConfig cfg{dir.get(), listen->get(), **secret, ready.get(), spec->env};
   sandbox::RunOptions options;
   bool served = false;
+  std::unique_ptr<ShimEgress> egress;
   options.session = [&](const sandbox::RunOptions::SessionIo& io) {
     ::dup2(log.get(), 2);  // from here on log:: lines go to shim.log; init has been cloned
     served = true;
+    std::vector<std::pair<std::string, std::string>> session_env = spec->env;
+    if (spec->net_proxy) {
+      auto leases_text = readUpTo(rest.get(), kMaxControlBytes, "shim leases");
+      rest.reset();
+      Result<Json> leases = leases_text ? (leases_text->empty() ? Result<Json>(Json::array()) : parseJson(*leases_text))
+                                        : Result<Json>(leases_text.error());
+      if (leases_text) wipe(*leases_text);
+      auto started = leases ? ShimEgress::start(**id, *spec, &*leases, std::move(proxy_end)) : Result<std::unique_ptr<ShimEgress>>(leases.error());
+      if (leases) wipeStrings(*leases);
+      if (!started) {
+        writeLine(ready.get(), {{"error", started.error().message()}});
+        return;  // the sandbox ends with this call
+      }
+      egress = std::move(*started);
+      for (auto& kv : egress->environment()) session_env.push_back(std::move(kv));
+    }
+    ShimConfig cfg{dir.get(), listen->get(), **secret, ready.get(), session_env, egress.get()};
     runShimLoop(cfg, io);
   };
   auto ran = sandbox::runLinux(sandbox, options);

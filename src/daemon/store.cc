@@ -19,6 +19,17 @@ constexpr const char* kMigrations[] = {
     " created_at INTEGER NOT NULL, PRIMARY KEY(session_id, cmd));",
     // 2: a session's expiry (--ttl), unix milliseconds; 0: none.
     "ALTER TABLE sessions ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;",
+    // 3: credential records (metadata; values are sealed files) and the leases sessions hold.
+    "CREATE TABLE credentials(owner_uid INTEGER NOT NULL, name TEXT NOT NULL, host TEXT NOT NULL, header TEXT NOT NULL,"
+    " format TEXT NOT NULL, env TEXT NOT NULL, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,"
+    " rotated_at INTEGER NOT NULL DEFAULT 0, last_used_ms INTEGER NOT NULL DEFAULT 0, use_count INTEGER NOT NULL DEFAULT 0,"
+    " version INTEGER NOT NULL DEFAULT 1, PRIMARY KEY(owner_uid, name));"
+    "CREATE TABLE session_credentials(session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+    " owner_uid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL, seen_uses INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(session_id, owner_uid, name));",
+    // 4: startup profiles, every version kept (a session records which one it was made from).
+    "CREATE TABLE profiles(owner_uid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL, PRIMARY KEY(owner_uid, name, version));",
 };
 
 int64_t now() { return static_cast<int64_t>(::time(nullptr)); }
@@ -156,6 +167,19 @@ Result<void> Store::setCommand(const std::string& session_id, int64_t cmd, const
                     {state, *exit_code, report, session_id, cmd});
   return db_.exec("UPDATE commands SET state=?, exit_code=NULL, report=? WHERE session_id=? AND cmd=?",
                   {state, report, session_id, cmd});
+}
+
+Result<bool> Store::finishCommand(const std::string& session_id, int64_t cmd, std::optional<int64_t> exit_code,
+                                  const std::string& report) {
+  std::lock_guard lock(mu_);
+  constexpr const char* kOnce = " WHERE session_id=? AND cmd=? AND state IN ('starting', 'running')";
+  if (exit_code) {
+    RETURN_IF_ERROR(db_.exec(std::string("UPDATE commands SET state='exited', exit_code=?, report=?") + kOnce,
+                             {*exit_code, report, session_id, cmd}));
+  } else {
+    RETURN_IF_ERROR(db_.exec(std::string("UPDATE commands SET state='exited', exit_code=NULL, report=?") + kOnce, {report, session_id, cmd}));
+  }
+  return db_.changes() == 1;
 }
 
 Result<std::vector<CommandRow>> Store::commands(const std::string& session_id) {

@@ -14,7 +14,7 @@
 
 namespace corral::daemon {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 4;
 
 struct SessionRow {
   std::string id, name, state, secret, spec;  // spec: sessionSpecJson, env values included (0600 file)
@@ -30,6 +30,27 @@ struct CommandRow {
   std::optional<int64_t> exit_code;
   std::string report;  // the status JSON, once known
   int64_t created_at = 0;
+};
+
+// A credential record's metadata (the value is sealed elsewhere: credential_vault.h).
+struct CredentialRow {
+  int64_t owner_uid = 0;
+  std::string name, host, header, format, env, fingerprint;
+  int64_t created_at = 0, rotated_at = 0;  // unix seconds; rotated_at 0: never
+  int64_t last_used_ms = 0, use_count = 0;
+  int64_t version = 1;                     // counts up on each rotation
+  int64_t active_leases = 0;               // sessions holding a lease of it now (running, paused)
+  int64_t stale_leases = 0;                // of those, sessions leased an older version
+};
+
+// One version of a startup profile: the document as it was added.
+struct ProfileRow {
+  int64_t owner_uid = 0;
+  std::string name;
+  int64_t version = 0;
+  std::string doc;
+  int64_t created_at = 0;
+  int64_t versions = 0;  // in lists: how many versions the name has
 };
 
 class Store {
@@ -50,8 +71,40 @@ class Store {
   Result<int64_t> addCommand(const std::string& session_id, int64_t argc);
   Result<void> setCommand(const std::string& session_id, int64_t cmd, const std::string& state,
                           std::optional<int64_t> exit_code, const std::string& report);
+  // The command's end, recorded once: true when this call made it (it was starting or running).
+  Result<bool> finishCommand(const std::string& session_id, int64_t cmd, std::optional<int64_t> exit_code,
+                             const std::string& report);
   Result<std::vector<CommandRow>> commands(const std::string& session_id);
   Result<std::optional<CommandRow>> command(const std::string& session_id, int64_t cmd);
+
+  // Credentials (store_credentials.cc). insert refuses an existing (owner, name) with kConflict.
+  Result<void> insertCredential(const CredentialRow& c);
+  Result<void> rotateCredential(int64_t owner, const std::string& name, const std::string& fingerprint);
+  Result<void> setCredentialFingerprint(int64_t owner, const std::string& name, const std::string& fingerprint);
+  Result<void> deleteCredential(int64_t owner, const std::string& name);
+  // owner < 0: every owner's.
+  Result<std::vector<CredentialRow>> credentials(int64_t owner);
+  Result<std::optional<CredentialRow>> credential(int64_t owner, const std::string& name);
+  // A session's leases, recorded at create with the version each one got.
+  Result<void> addSessionCredential(const std::string& session_id, int64_t owner, const std::string& name, int64_t version);
+  // (owner, name, uses the shim reported before) of a session's leases.
+  struct SessionLease {
+    int64_t owner;
+    std::string name;
+    int64_t seen_uses;
+  };
+  Result<std::vector<SessionLease>> sessionCredentials(const std::string& session_id);
+  // The shim reports uses since the session began: the difference to what was seen is added
+  // to the record's count, in one transaction.
+  // Profiles (store_profiles.cc): each add is the name's next version; rm removes them all.
+  Result<int64_t> addProfileVersion(int64_t owner, const std::string& name, const std::string& doc);
+  // version 0: the newest.
+  Result<std::optional<ProfileRow>> profile(int64_t owner, const std::string& name, int64_t version);
+  Result<std::vector<ProfileRow>> profiles(int64_t owner);  // newest of each; owner < 0: all
+  Result<int64_t> deleteProfile(int64_t owner, const std::string& name);  // versions removed
+
+  Result<void> foldCredentialUses(const std::string& session_id, int64_t owner, const std::string& name, int64_t uses,
+                                  int64_t last_used_ms);
 
  private:
   explicit Store(Sqlite db) : db_(std::move(db)) {}

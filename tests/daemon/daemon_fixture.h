@@ -35,6 +35,7 @@ class Daemon {
   // What its runs wrote to stderr (a file, not a pipe: a busy daemon must never block on its log).
   std::string stderrText() const;
   RunResult startSecond();   // another daemon on the same state directory, waited for
+  pid_t pid() const { return proc_ ? proc_->pid() : -1; }
 
   // `corral ARGS...` with CORRAL_SOCKET pointing here.
   RunResult cli(const std::vector<std::string>& args, RunOptions opts = {}) const;

@@ -30,7 +30,7 @@ class C(http.client.HTTPConnection):
 def template_of(method, path):
     """The document's path template and operation for a real request path."""
     for tmpl, item in doc["paths"].items():
-        pattern = "^" + re.sub(r"\\{path\\}", "(.+)", re.sub(r"\\{(id|n)\\}", "([^/]+)", re.escape(tmpl))) + "$"
+        pattern = "^" + re.sub(r"\\{path\\}", "(.+)", re.sub(r"\\{(id|n|name)\\}", "([^/]+)", re.escape(tmpl))) + "$"
         if re.match(pattern, path) and method.lower() in item:
             return tmpl, item[method.lower()]
     return None, None
@@ -83,7 +83,37 @@ def call(method, path, body=None, raw=None, headers=None):
     return r.status, (json.loads(text) if ctype.startswith("application/json") else text)
 
 
+def events_start():
+    """GET /v1/events on a connection of its own: the head and the stream's first frame."""
+    c = C("corral", timeout=60)
+    c.request("GET", "/v1/events")
+    r = c.getresponse()
+    seen.add(("get", "/v1/events"))
+    ctype = r.getheader("Content-Type", "").split(";")[0]
+    if r.status != 200 or ctype not in doc["paths"]["/v1/events"]["get"]["responses"]["200"]["content"]:
+        failures.append(f"GET /v1/events: {r.status} {ctype}")
+    return c, r
+
+
+def events_check(r, until):
+    """Reads frames until one whose event is `until`; validates each data line as an Event."""
+    schema = doc["paths"]["/v1/events"]["get"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    while True:
+        line = r.fp.readline().decode().rstrip("\r\n")
+        if not line:
+            continue
+        if line.startswith("data: "):
+            value = json.loads(line[6:])
+            errors = list(validator_cls({**doc, **schema}).iter_errors(value))
+            if errors:
+                failures.append(f"GET /v1/events: {errors[0].message} in {line[:200]}")
+            if value.get("event") == until:
+                return
+
+
 limits = {"allow_weaker": ["workspace-size"]} if weaker else {}
+ev_conn, ev = events_start()
+call("GET", "/v1/events", raw=b"x")
 call("GET", "/v1/health")
 call("GET", "/v1/version")
 call("POST", "/v1/health")
@@ -126,6 +156,45 @@ call("POST", f"/v1/sessions/{sid}/pause", raw=b"[1]")
 call("DELETE", f"/v1/sessions/{sid}", {"keep": True})
 call("DELETE", f"/v1/sessions/{sid}", {"keep_workspace": True})
 call("DELETE", f"/v1/sessions/{sid}")
+
+# Credentials: write-only records; a session leases one through its proxy.
+cred = {"name": "oapi", "host": "https://api.example.com", "header": "X-Api-Key: {}", "value": "openapi-check-value-1"}
+assert call("POST", "/v1/credentials", cred)[0] == 201
+call("POST", "/v1/credentials", cred)  # 409: exists
+call("POST", "/v1/credentials", {**cred, "name": "Bad"})
+call("GET", "/v1/credentials")
+call("GET", "/v1/credentials/oapi")
+call("GET", "/v1/credentials/nope")
+call("POST", "/v1/credentials/oapi/rotate", {"value": "openapi-check-value-2"})
+call("POST", "/v1/credentials/nope/rotate", {"value": "openapi-check-value-2"})
+st, leased = call("POST", "/v1/sessions", {"limits": limits, "net": "proxy", "allow": ["https://example.com"], "credentials": ["oapi"]})
+assert st == 201, leased
+call("DELETE", "/v1/credentials/oapi")  # 409: leased
+call("DELETE", "/v1/sessions/" + leased["id"])
+call("DELETE", "/v1/credentials/oapi")
+call("DELETE", "/v1/credentials/oapi")  # 404
+
+# Profiles: documents (docs/profile.schema.json), versions, sessions made from one.
+prof = {"name": "oprof", "description": "openapi", "session": {"limits": {**limits, "pids": 64}, "env": ["P=1"]},
+        "startup": {"argv": ["true"], "ready": {"argv": ["true"], "interval": "50ms", "timeout": "30s"}}}
+assert call("POST", "/v1/profiles", prof)[0] == 201
+call("POST", "/v1/profiles", {**prof, "session": {"limits": {**limits, "pids": 32}}})
+call("POST", "/v1/profiles", {"name": "oprof", "bogus": 1})
+call("POST", "/v1/profiles", {"name": "oprof", "warm": 3})
+call("GET", "/v1/profiles")
+call("GET", "/v1/profiles/oprof")
+call("GET", "/v1/profiles/nope")
+call("GET", "/v1/profiles/oprof/versions/1")
+call("GET", "/v1/profiles/oprof/versions/9")
+st, made = call("POST", "/v1/sessions", {"profile": "oprof", "profile_version": 1, "limits": {**limits, "pids": 16}})
+assert st == 201, made
+call("POST", "/v1/sessions", {"profile": "oprof", "limits": {**limits, "pids": 1000}})  # 422: widens
+call("DELETE", "/v1/sessions/" + made["id"])
+call("DELETE", "/v1/profiles/oprof")
+call("DELETE", "/v1/profiles/oprof")  # 404
+
+events_check(ev, "profile_removed")
+ev_conn.close()
 
 # Every operation in the document was exercised.
 for tmpl, item in doc["paths"].items():

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+// Credential records: validation, the order of file and row changes, metadata out.
+#include "daemon/credentials.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "daemon/session_spec.h"
+#include "daemon/sessions.h"
+#include "net/lease_spec.h"
+#include "net/lease_table.h"
+#include "policy/units.h"
+
+namespace corral::daemon {
+namespace {
+
+// What LeaseTable::load would refuse at a session's start, refused at add instead. The
+// messages never hold the value.
+Result<Secret> checkedValue(const Fields& f) {
+  ASSIGN_OR_RETURN(auto v, f.string("value", net::kMaxSecretBytes));
+  if (!v) return Error(Errc::kInvalidArgument, "body.value: required");
+  Secret value(std::move(*v));
+  const std::string_view s = value.revealForInjection();
+  if (s.size() < net::kMinSecretBytes)
+    return Error(Errc::kInvalidArgument, "body.value: at least " + std::to_string(net::kMinSecretBytes) + " bytes");
+  if (std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return Error(Errc::kInvalidArgument, "body.value: holds a control byte (a newline would split the injected header)");
+  return value;
+}
+
+std::string envDefault(const std::string& name) {
+  std::string out;
+  for (char c : name) out.push_back(c == '-' ? '_' : static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c));
+  return out;
+}
+
+}  // namespace
+
+Result<AddCredential> parseAddCredential(const Json& j) {
+  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "host", "header", "env", "value"}));
+  AddCredential c;
+  ASSIGN_OR_RETURN(auto name, f.string("name", 64));
+  if (!name) return Error(Errc::kInvalidArgument, "body.name: required");
+  RETURN_IF_ERROR(checkCredentialName(*name));
+  c.name = *name;
+  ASSIGN_OR_RETURN(auto host, f.string("host", 1024));
+  if (!host) return Error(Errc::kInvalidArgument, "body.host: required");
+  auto grant = net::parseLeaseUrl(*host);
+  if (!grant) return grant.error().wrap("body.host");
+  c.host = grant->text();
+  // "Name: format with {}" (curl's -H shape); the default is "Authorization: Bearer {}".
+  ASSIGN_OR_RETURN(auto header, f.string("header", net::kMaxHeaderName + net::kMaxFormat + 2));
+  if (header) {
+    const size_t colon = header->find(':');
+    if (colon == std::string::npos) return Error(Errc::kInvalidArgument, "body.header: 'Name: format', e.g. 'Authorization: Bearer {}'");
+    c.header = header->substr(0, colon);
+    c.format = header->substr(colon + 1);
+    c.format.erase(0, c.format.find_first_not_of(' '));
+    if (auto h = net::checkHeaderName(c.header); !h) return h.error().wrap("body.header");
+    if (auto fm = net::checkFormat(c.format); !fm) return fm.error().wrap("body.header");
+  }
+  ASSIGN_OR_RETURN(auto env, f.string("env", 128));
+  c.env = env.value_or(envDefault(c.name));
+  if (auto e = net::checkEnvName(c.env); !e) return e.error().wrap("body.env");
+  for (std::string_view proxy_name : policy::egress::kProxyEnvironmentNames)
+    if (c.env == proxy_name) return Error(Errc::kInvalidArgument, "body.env: " + c.env + " is the proxy's own variable");
+  ASSIGN_OR_RETURN(c.value, checkedValue(f));
+  return c;
+}
+
+Result<Secret> parseRotateCredential(const Json& j) {
+  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"value"}));
+  return checkedValue(f);
+}
+
+Json Credentials::metadata(const CredentialRow& c) const {
+  Json j = {{"name", c.name},
+            {"owner_uid", c.owner_uid},
+            {"host", c.host},
+            {"header", c.header + ": " + c.format},
+            {"env", c.env},
+            {"fingerprint", c.fingerprint},
+            {"version", c.version},
+            {"created_at", c.created_at},
+            {"use_count", c.use_count},
+            {"active_leases", c.active_leases},
+            {"stale_leases", c.stale_leases}};
+  j["rotated_at"] = c.rotated_at ? Json(c.rotated_at) : Json(nullptr);
+  j["last_used_ms"] = c.last_used_ms ? Json(c.last_used_ms) : Json(nullptr);
+  return j;
+}
+
+Result<Json> Credentials::add(const Peer& peer, AddCredential cmd) {
+  std::lock_guard lock(mu_);
+  const int64_t owner = peer.uid;
+  ASSIGN_OR_RETURN(auto existing, store_.credential(owner, cmd.name));
+  if (existing) return Error(kConflict, "credential '" + cmd.name + "' exists (corral credential rotate, or rm first)");
+  const std::string_view value = cmd.value.revealForInjection();
+  // The sealed file first, then the row: a crash between leaves a file reconcile() removes.
+  RETURN_IF_ERROR(vault_.store(owner, cmd.name, value));
+  CredentialRow row{owner, cmd.name, cmd.host, cmd.header, cmd.format, cmd.env, vault_.fingerprint(value)};
+  if (auto r = store_.insertCredential(row); !r) {
+    (void)vault_.remove(owner, cmd.name);
+    return r.error();
+  }
+  audit_.append("credential_added", peer, {{"credential", cmd.name}, {"host", cmd.host}, {"fingerprint", row.fingerprint}});
+  log::info("credential_added", "credential=" + cmd.name + " host=" + log::value(cmd.host) + " peer_uid=" + std::to_string(peer.uid) +
+                                    " peer_pid=" + std::to_string(peer.pid));
+  ASSIGN_OR_RETURN(auto made, store_.credential(owner, cmd.name));
+  if (!made) return Error(kNotFound, "credential '" + cmd.name + "' vanished");
+  return metadata(*made);
+}
+
+Result<Json> Credentials::rotate(const Peer& peer, const std::string& name, const Secret& value) {
+  std::lock_guard lock(mu_);
+  if (!checkCredentialName(name)) return Error(kNotFound, "no credential " + policy::printable(name));
+  ASSIGN_OR_RETURN(auto existing, store_.credential(peer.uid, name));
+  if (!existing) return Error(kNotFound, "no credential '" + name + "'");
+  // The new sealed file replaces the old one atomically; the row follows (a crash between is
+  // a fingerprint reconcile() recomputes).
+  RETURN_IF_ERROR(vault_.store(peer.uid, name, value.revealForInjection()));
+  const std::string fp = vault_.fingerprint(value.revealForInjection());
+  RETURN_IF_ERROR(store_.rotateCredential(peer.uid, name, fp));
+  ASSIGN_OR_RETURN(auto row, store_.credential(peer.uid, name));
+  if (!row) return Error(kNotFound, "credential '" + name + "' vanished");
+  audit_.append("credential_rotated", peer, {{"credential", name}, {"version", row->version}, {"fingerprint", fp},
+                                             {"stale_leases", row->stale_leases}});
+  log::info("credential_rotated", "credential=" + name + " version=" + std::to_string(row->version) +
+                                      " stale_leases=" + std::to_string(row->stale_leases) + " peer_uid=" + std::to_string(peer.uid));
+  return metadata(*row);
+}
+
+Result<Json> Credentials::list(const Peer& peer) {
+  // Root sees every owner's records, as it sees every session; names resolve under its own uid.
+  ASSIGN_OR_RETURN(auto rows, store_.credentials(peer.uid == 0 ? -1 : static_cast<int64_t>(peer.uid)));
+  Json out = Json::array();
+  for (const CredentialRow& c : rows) out.push_back(metadata(c));
+  return Json{{"credentials", out}};
+}
+
+Result<Json> Credentials::show(const Peer& peer, const std::string& name) {
+  if (!checkCredentialName(name)) return Error(kNotFound, "no credential " + policy::printable(name));
+  ASSIGN_OR_RETURN(auto row, store_.credential(peer.uid, name));
+  if (!row) return Error(kNotFound, "no credential '" + name + "'");
+  return metadata(*row);
+}
+
+Result<Json> Credentials::remove(const Peer& peer, const std::string& name) {
+  std::lock_guard lock(mu_);
+  if (!checkCredentialName(name)) return Error(kNotFound, "no credential " + policy::printable(name));
+  ASSIGN_OR_RETURN(auto row, store_.credential(peer.uid, name));
+  if (!row) return Error(kNotFound, "no credential '" + name + "'");
+  if (row->active_leases > 0)
+    return Error(kConflict, "credential '" + name + "' is leased to " + std::to_string(row->active_leases) +
+                                " running session(s): remove them first");
+  // The row first: a crash after it leaves a file without a record, which reconcile() removes.
+  RETURN_IF_ERROR(store_.deleteCredential(peer.uid, name));
+  RETURN_IF_ERROR(vault_.remove(peer.uid, name));
+  audit_.append("credential_removed", peer, {{"credential", name}});
+  log::info("credential_removed", "credential=" + name + " peer_uid=" + std::to_string(peer.uid));
+  return Json{{"name", name}, {"removed", true}};
+}
+
+Result<std::vector<LeasedCredential>> Credentials::lease(const Peer& peer, const std::vector<std::string>& names) {
+  std::lock_guard lock(mu_);
+  std::vector<LeasedCredential> out;
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(auto row, store_.credential(peer.uid, name));
+    if (!row) return Error(Errc::kInvalidArgument, "body.credentials: no credential '" + name + "' of uid " + std::to_string(peer.uid));
+    ASSIGN_OR_RETURN(Secret value, vault_.load(peer.uid, name));
+    out.push_back({row->name, row->env, row->host, row->header, row->format, row->version, std::move(value)});
+  }
+  // Two records under one variable: the sandbox could hold only one placeholder.
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t k = i + 1; k < out.size(); ++k)
+      if (out[i].env == out[k].env)
+        return Error(Errc::kInvalidArgument, "body.credentials: '" + out[i].name + "' and '" + out[k].name + "' both use " + out[i].env);
+  return out;
+}
+
+void Credentials::reconcile() {
+  std::lock_guard lock(mu_);
+  auto files = vault_.sealed();
+  if (!files) {
+    log::warn("credential_reconcile_failed", "reason=" + log::value(files.error().message()));
+    return;
+  }
+  for (const auto& [owner, name] : *files) {
+    auto row = store_.credential(owner, name);
+    if (!row) continue;
+    if (!*row) {
+      (void)vault_.remove(owner, name);
+      log::info("credential_orphan_removed", "credential=" + log::value(name) + " owner_uid=" + std::to_string(owner));
+      continue;
+    }
+    auto value = vault_.load(owner, name);
+    if (!value) {
+      log::warn("credential_unreadable", "credential=" + name + " reason=" + log::value(value.error().message()));
+      continue;
+    }
+    const std::string fp = vault_.fingerprint(value->revealForInjection());
+    if (fp != (*row)->fingerprint) {
+      (void)store_.setCredentialFingerprint(owner, name, fp);
+      log::info("credential_fingerprint_corrected", "credential=" + name);
+    }
+  }
+}
+
+}  // namespace corral::daemon

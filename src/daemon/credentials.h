@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Credential records: write-only values (sealed by CredentialVault), metadata in the store,
+// owned per uid like sessions. Only metadata ever leaves: name, host, header format, the
+// sandbox variable, created/rotated/last used, use count, version, keyed fingerprint.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/secret.h"
+#include "daemon/audit_log.h"
+#include "daemon/credential_vault.h"
+#include "daemon/json_fields.h"
+#include "daemon/peer.h"
+#include "daemon/store.h"
+
+namespace corral::daemon {
+
+// POST /v1/credentials: {"name", "host", "header"?, "env"?, "value"}.
+struct AddCredential {
+  std::string name, host, header = "Authorization", format = "Bearer {}", env;
+  Secret value{""};
+};
+Result<AddCredential> parseAddCredential(const Json& j);
+// POST /v1/credentials/{name}/rotate: {"value"}.
+Result<Secret> parseRotateCredential(const Json& j);
+
+// What a session's shim gets for one lease: the record's fields and the opened value.
+struct LeasedCredential {
+  std::string name, env, host, header, format;
+  int64_t version = 0;
+  Secret value{""};
+};
+
+class Credentials {
+ public:
+  Credentials(Store& store, CredentialVault& vault, AuditLog& audit) : store_(store), vault_(vault), audit_(audit) {}
+
+  Result<Json> add(const Peer& peer, AddCredential cmd);
+  Result<Json> rotate(const Peer& peer, const std::string& name, const Secret& value);
+  Result<Json> list(const Peer& peer);
+  Result<Json> show(const Peer& peer, const std::string& name);
+  // Refused (409) while a running or paused session holds a lease of it.
+  Result<Json> remove(const Peer& peer, const std::string& name);
+  // The peer's own records by name, opened for a new session's shim.
+  Result<std::vector<LeasedCredential>> lease(const Peer& peer, const std::vector<std::string>& names);
+
+  // At start: a sealed file without a record (an add cut short, a remove cut short) is removed;
+  // a record whose fingerprint is not its value's (a rotation cut short) is corrected.
+  void reconcile();
+
+ private:
+  Json metadata(const CredentialRow& c) const;
+  Store& store_;
+  CredentialVault& vault_;
+  AuditLog& audit_;
+  std::mutex mu_;  // add, rotate and remove: the sealed file and the row change together
+};
+
+}  // namespace corral::daemon

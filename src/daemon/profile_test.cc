@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Profiles: strict parsing, and overrides that may only narrow (each widening refused, each
+// narrowing kept), field by field.
+#include "daemon/profile.h"
+
+#include <gtest/gtest.h>
+
+namespace corral::daemon {
+namespace {
+
+const char kProfile[] = R"({
+  "name": "dev",
+  "session": {
+    "limits": {"memory": "512M", "pids": 256, "cpu_time": "10m", "tmp_size": "128M", "allow_weaker": ["workspace-size"]},
+    "env": ["A=1"], "ttl": "2h", "ro_binds": ["/usr/share:/share"],
+    "net": "proxy", "allow": ["https://*.example.com", "https://pypi.org"], "credentials": ["gh", "pypi"]
+  },
+  "startup": {"argv": ["sh", "-c", "true"], "ready": {"argv": ["true"], "interval": "50ms", "timeout": "5s"}}
+})";
+
+Profile profile() {
+  auto p = parseProfile(kProfile);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message());
+  return std::move(*p);
+}
+
+Result<SessionSpec> narrow(const char* overrides) { return narrowProfile(profile(), Json::parse(overrides)); }
+
+TEST(ProfileParse, ReadsEveryPart) {
+  Profile p = profile();
+  EXPECT_EQ(p.name, "dev");
+  EXPECT_EQ(p.spec.limits.memory_bytes, 512u << 20);
+  EXPECT_TRUE(p.spec.net_proxy);
+  ASSERT_TRUE(p.startup && p.startup->ready);
+  EXPECT_EQ(p.startup->ready->interval.count(), 50);
+  EXPECT_EQ(p.startup->ready->timeout.count(), 5000);
+}
+
+TEST(ProfileParse, RefusesWhatAProfileCannotHold) {
+  for (const char* bad : {R"({"session": {}})", R"({"name": "Dev"})", R"({"name": "x", "extra": 1})",
+                          R"({"name": "x", "session": {"name": "n"}})", R"({"name": "x", "session": {"workspace": "/w"}})",
+                          R"({"name": "x", "session": {"limits": {"memory": "lots"}}})", R"({"name": "x", "warm": 1})",
+                          R"({"name": "x", "startup": {"argv": []}})",
+                          R"({"name": "x", "startup": {"argv": ["a"], "ready": {"argv": ["b"], "retries": 2}}})",
+                          R"({"name": "x", "startup": {"argv": ["a"], "ready": {"argv": ["b"], "interval": "9s", "timeout": "1s"}}})",
+                          R"({"name": "x", "session": {"credentials": ["gh"]}})", "[]", "{", ""}) {
+    auto p = parseProfile(bad);
+    EXPECT_FALSE(p.ok()) << "accepted: " << bad;
+    if (!p.ok()) {
+      EXPECT_EQ(p.error().message().rfind("profile", 0), 0u) << p.error().message();
+    }
+  }
+}
+
+TEST(ProfileNarrow, NoOverridesIsTheProfile) {
+  auto s = narrow("{}");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->limits.pids, 256u);
+  EXPECT_EQ(s->credentials, (std::vector<std::string>{"gh", "pypi"}));
+  EXPECT_EQ(s->ttl->count(), 2 * 3600 * 1000);
+}
+
+TEST(ProfileNarrow, EachNarrowingIsKept) {
+  auto s = narrow(R"({"name": "n", "limits": {"memory": "256M", "pids": 16, "cpu_time": "1m", "allow_weaker": []},
+                      "ttl": "1h", "ro_binds": [], "allow": ["https://api.example.com"], "credentials": ["gh"], "env": ["B=2"]})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->limits.memory_bytes, 256u << 20);
+  EXPECT_EQ(s->limits.pids, 16u);
+  EXPECT_TRUE(s->limits.allow_weaker.empty());
+  EXPECT_EQ(s->ttl->count(), 3600 * 1000);
+  EXPECT_TRUE(s->ro_binds.empty());
+  EXPECT_EQ(s->allow, (std::vector<std::string>{"https://api.example.com:443"})) << "covered by the profile's wildcard";
+  EXPECT_EQ(s->credentials, (std::vector<std::string>{"gh"}));
+  EXPECT_EQ(s->env.size(), 2u);
+  EXPECT_EQ(*s->name, "n");
+  auto none = narrow(R"({"net": "none"})");
+  ASSERT_TRUE(none.ok()) << none.error().message();
+  EXPECT_FALSE(none->net_proxy);
+  EXPECT_TRUE(none->credentials.empty() && none->allow.empty());
+}
+
+TEST(ProfileNarrow, EachWideningIsRefusedNamingTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"limits": {"memory": "1G"}})", "limits.memory"},
+      {R"({"limits": {"pids": 257}})", "limits.pids"},
+      {R"({"limits": {"cpu_time": "11m"}})", "limits.cpu_time"},
+      {R"({"limits": {"tmp_size": "1G"}})", "limits.tmp_size"},
+      {R"({"limits": {"open_files": 4096}})", "limits.open_files"},  // above the default the profile keeps
+      {R"({"limits": {"allow_weaker": ["memory"]}})", "limits.allow_weaker"},
+      {R"({"ttl": "3h"})", "ttl"},
+      {R"({"ro_binds": ["/opt:/opt"]})", "ro_binds"},
+      {R"({"allow": ["https://evil.test"]})", "allow"},
+      {R"({"allow": ["https://example.com"]})", "allow"},  // the wildcard's domain itself is not below it
+      {R"({"allow": ["http://api.example.com"]})", "allow"},
+      {R"({"credentials": ["other"]})", "credentials"},
+  };
+  for (const auto& [overrides, field] : cases) {
+    auto s = narrow(overrides);
+    ASSERT_FALSE(s.ok()) << "widening accepted: " << overrides;
+    EXPECT_EQ(s.error().code(), static_cast<int>(Errc::kRefused)) << overrides;
+    EXPECT_NE(s.error().message().find(std::string("override ") + field + " "), std::string::npos) << s.error().message();
+  }
+  // A profile without a proxy cannot be given one; one without a memory limit takes any.
+  auto plain = parseProfile(R"({"name": "p"})");
+  ASSERT_TRUE(plain.ok());
+  auto widened = narrowProfile(*plain, Json::parse(R"({"net": "proxy", "allow": ["https://a.test"]})"));
+  ASSERT_FALSE(widened.ok());
+  EXPECT_NE(widened.error().message().find("override net proxy"), std::string::npos) << widened.error().message();
+  auto capped = narrowProfile(*plain, Json::parse(R"({"limits": {"memory": "64M"}})"));
+  ASSERT_TRUE(capped.ok()) << capped.error().message();
+  auto uncapped = parseProfile(R"({"name": "p", "session": {"limits": {"memory": "64M"}}})");
+  ASSERT_TRUE(uncapped.ok());
+}
+
+}  // namespace
+}  // namespace corral::daemon

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// A session's egress proxy (net::SandboxEgress), run by its shim for the session's life: the
+// session's grants, and its credential leases, whose values the shim got from the daemon over
+// its config pipe and which end with the shim (the session's end, or its loss).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "daemon/json_fields.h"
+#include "daemon/session_spec.h"
+#include "net/sandbox_egress.h"
+
+namespace corral::daemon {
+
+class ShimEgress {
+ public:
+  // leases: the config's [{"name","env","host","header","format","value"}]. Every value is
+  // loaded into the proxy's lease table (and the copies here wiped) before this returns.
+  // proxy_end: the proxy's end of the sandbox's channel (the shim made the pair before the clone).
+  static Result<std::unique_ptr<ShimEgress>> start(const std::string& session_id, const SessionSpec& spec, const Json* leases,
+                                                   UniqueFd proxy_end);
+  // What every command's environment gets: the proxy variables and one placeholder per lease.
+  std::vector<std::pair<std::string, std::string>> environment() const;
+  // Per lease: {"name", "uses", "refused", "last_used_ms"} since the session began.
+  Json usage() const;
+  // Requests decided so far: {"allowed", "refused"} (ids and counts only).
+  Json decisions() const;
+
+ private:
+  struct Use {
+    int64_t uses = 0, refused = 0, last_used_ms = 0;
+  };
+  ShimEgress() = default;
+  mutable std::mutex mu_;
+  std::map<std::string, Use> uses_;
+  std::atomic<int64_t> allowed_{0}, refused_{0};
+  // Invariant: declared last, so destroyed first: its thread calls back into the members above
+  // until it is joined.
+  std::unique_ptr<net::SandboxEgress> proxy_;
+};
+
+}  // namespace corral::daemon
