@@ -20,8 +20,8 @@
 namespace corral::wasm::guest {
 namespace {
 
-constexpr size_t kMaxHeaders = 32 * 1024;
-constexpr size_t kMaxResponseHead = 64 * 1024;
+constexpr size_t kMaxHeaders = size_t{32} << 10;
+constexpr size_t kMaxResponseHead = size_t{64} << 10;
 constexpr size_t kMaxLine = 4096;
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
