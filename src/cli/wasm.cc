@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <climits>
+#include <memory>
 #include <cstdio>
 
+#include "cli/exec.h"
+#include "cli/exec_options.h"
 #include "cli/launcher.h"
 #include "cli/report_json.h"
 #include "cli/wasm_options.h"
@@ -16,6 +19,7 @@
 #include "sandbox/linux_backend.h"
 #include "wasm/compile.h"
 #include "wasm/trap_status.h"
+#include "wasm/wasi_imports.h"
 
 namespace corral::cli {
 namespace {
@@ -83,6 +87,29 @@ Result<uint32_t> memoryPages(const wasm::ModuleInfo& info, uint64_t memory_bytes
   return limit;
 }
 
+bool importsHttp(const wasm::ModuleInfo& info) {
+  for (const std::string& i : info.imports)
+    if (i.starts_with(std::string(wasm::kHttpModule) + ".")) return true;
+  return false;
+}
+
+// corral_http goes through exec's --net proxy machinery unchanged: the same proxy, decisions,
+// refusal lines, leases and report. The runner's environment stays empty (what the proxy would
+// put there, the proxy variables and the lease placeholders, the runner needs none of: it is
+// given the port and the lease names on its command line).
+Result<std::unique_ptr<ExecEgress>> startHttpEgress(const WasmInvocation& inv, sandbox::SandboxSpec& spec) {
+  ExecInvocation x;
+  x.spec = spec;
+  x.net_proxy = true;
+  x.allow = inv.allow;
+  x.internal = inv.internal;
+  x.credentials = inv.credentials;
+  x.lease_ca = inv.lease_ca;
+  ASSIGN_OR_RETURN(std::unique_ptr<ExecEgress> egress, startExecEgress(x));
+  spec.proxy = x.spec.proxy;
+  return egress;
+}
+
 std::string baseName(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -100,17 +127,30 @@ int runMain(const WasmInvocation& inv) {
   if (!c) return fail(c.error().message(), inv.json);
   auto pages = memoryPages(c->info, inv.memory_bytes);
   if (!pages) return fail(pages.error().message(), inv.json);
+  const bool http = importsHttp(c->info);
+  // A grant the guest cannot use is a mistake worth naming, as exec's --allow without a proxy.
+  if (!http && (!inv.allow.empty() || !inv.credentials.empty()))
+    return fail(std::string(inv.allow.empty() ? "--credential" : "--allow") + ": the module imports nothing from corral_http",
+                inv.json);
 
   sandbox::SandboxSpec spec;
   spec.argv = {kGuestBinary, kGuestModule, std::to_string(*pages)};
   spec.ro_binds = {{*guest, kGuestBinary}};
   spec.workspace = c->so_path.substr(0, c->so_path.rfind('/'));
+  // Read-only preopens are bound read-only; read-write ones beneath /workspace, the one tree
+  // Landlock leaves writable (the guest reaches neither but through its preopen fd).
   for (size_t i = 0; i < inv.dirs.size(); ++i) {
-    const std::string at = "/opt/corral-wasm/dir" + std::to_string(i);
-    spec.ro_binds.push_back({inv.dirs[i].host, at});
-    spec.argv.insert(spec.argv.end(), {"--dir", at, inv.dirs[i].guest});
+    const WasmPreopen& d = inv.dirs[i];
+    const std::string at = (d.read_only ? "/opt/corral-wasm/dir" : "/workspace/dir-rw") + std::to_string(i);
+    if (d.read_only) spec.ro_binds.push_back({d.host, at});
+    else spec.rw_binds.push_back({d.host, at});
+    spec.argv.insert(spec.argv.end(), {d.read_only ? "--dir" : "--dir-rw", at, d.guest});
   }
   for (const std::string& kv : inv.env) spec.argv.insert(spec.argv.end(), {"--env", kv});
+  if (http) {
+    spec.argv.insert(spec.argv.end(), {"--proxy", std::to_string(spec.proxy.port)});
+    for (const net::LeaseSpec& l : inv.credentials) spec.argv.insert(spec.argv.end(), {"--lease", l.name, l.grant.text()});
+  }
   spec.argv.emplace_back("--");
   spec.argv.push_back(baseName(inv.module));
   spec.argv.insert(spec.argv.end(), inv.args.begin(), inv.args.end());
@@ -119,8 +159,17 @@ int runMain(const WasmInvocation& inv) {
   spec.limits.timeout = inv.timeout;
   spec.limits.pids = 8;  // one guest process; a guest cannot fork
 
+  std::unique_ptr<ExecEgress> egress;
+  if (http) {
+    auto started = startHttpEgress(inv, spec);
+    if (!started) return fail("corral_http: " + started.error().message(), inv.json);
+    egress = std::move(*started);
+  }
   auto report = sandbox::runLinux(spec, {});
-  if (!report) return fail(report.error().message(), inv.json);
+  if (!report) {
+    if (egress) (void)egress->stop();
+    return fail(report.error().message(), inv.json);
+  }
   sandbox::RunReport r = *report;
   const char* trap = nullptr;
   if (r.command_status && r.killed_by == sandbox::KilledBy::kNone) {
@@ -131,11 +180,19 @@ int runMain(const WasmInvocation& inv) {
       r.exit_code = wasm::kExitTrap;
     }
   }
+  // After the trap check: a proxy that died mid-run fails the run whatever the guest did.
+  if (egress) {
+    if (auto stopped = egress->stop(); !stopped) {
+      r.error = "corral_http: " + stopped.error().message();
+      r.exit_code = kExitCorral;
+    }
+  }
   if (!r.error.empty()) std::fprintf(stderr, "corral: %s\n", policy::oneLine(r.error).c_str());
   if (inv.json) {
     nlohmann::ordered_json extra = {{"backend", "wasm"}, {"module_sha256", c->module_sha256},
                                     {"cache", c->cache_hit ? "hit" : "miss"}, {"compile_ms", c->compile_ms},
                                     {"memory_pages", *pages}, {"trap", trap ? nlohmann::ordered_json(trap) : nullptr}};
+    if (egress) egress->addToReport(extra);
     std::fprintf(stderr, "%s\n", renderReport(r, &extra).c_str());
   }
   return r.exit_code;

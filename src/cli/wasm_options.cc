@@ -2,6 +2,8 @@
 // `corral wasm` argument parsing: every option known, every value checked, nothing guessed.
 #include "cli/wasm_options.h"
 
+#include <algorithm>
+
 #include "policy/env_policy.h"
 #include "policy/units.h"
 
@@ -10,8 +12,7 @@ namespace {
 
 Error invalid(const std::string& what) { return Error(Errc::kInvalidArgument, what); }
 
-// HOST:GUEST[:ro]. Only read-only preopens exist so far: a read-write one is refused rather
-// than silently made read-only.
+// HOST:GUEST (read-write), HOST:GUEST:rw (the same, spelled out) or HOST:GUEST:ro.
 Result<WasmPreopen> parseDir(const std::string& v) {
   std::vector<std::string> parts;
   for (size_t start = 0;;) {
@@ -20,15 +21,41 @@ Result<WasmPreopen> parseDir(const std::string& v) {
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
-  if (parts.size() < 2 || parts.size() > 3) return invalid("--dir " + policy::printable(v) + ": expected HOST:GUEST[:ro]");
-  if (parts.size() == 2 || parts[2] != "ro")
-    return invalid("--dir " + policy::printable(v) + ": read-write preopens are not supported yet; add :ro");
-  WasmPreopen p{parts[0], parts[1]};
+  if (parts.size() < 2 || parts.size() > 3 || (parts.size() == 3 && parts[2] != "ro" && parts[2] != "rw"))
+    return invalid("--dir " + policy::printable(v) + ": expected HOST:GUEST[:ro|:rw]");
+  WasmPreopen p{parts[0], parts[1], parts.size() == 3 && parts[2] == "ro"};
   if (p.host.empty() || p.host.front() != '/') return invalid("--dir " + policy::printable(v) + ": HOST must be an absolute path");
   if (p.guest.empty() || p.guest.size() > 255) return invalid("--dir " + policy::printable(v) + ": GUEST must be 1 to 255 bytes");
   for (char c : p.host + p.guest)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return invalid("--dir: control characters in a path");
   return p;
+}
+
+// As exec's --allow: a refused URL may carry a token, so only the rule is echoed.
+Result<void> addGrant(WasmInvocation& inv, const std::string& v) {
+  auto grant = policy::egress::parseGrantReasonOnly(v);
+  if (!grant) return invalid("--allow: " + grant.error().message() + " (URL not shown)");
+  if (std::find(inv.allow.begin(), inv.allow.end(), *grant) != inv.allow.end())
+    return invalid("--allow " + grant->text() + ": given twice");
+  inv.allow.push_back(std::move(*grant));
+  return {};
+}
+
+Result<void> addCredential(WasmInvocation& inv, const std::string& v) {
+  ASSIGN_OR_RETURN(net::LeaseSpec spec, net::parseCredentialFlag(v));
+  for (const net::LeaseSpec& other : inv.credentials) {
+    if (other.name == spec.name) return invalid("--credential " + spec.name + ": given twice");
+    if (other.env == spec.env)
+      return invalid("--credential " + spec.name + ": variable " + spec.env + " already names credential " + other.name);
+  }
+  inv.credentials.push_back(std::move(spec));
+  return {};
+}
+
+Result<void> checkNetwork(const WasmInvocation& inv) {
+  if (!inv.internal.empty() && inv.allow.empty()) return invalid("--allow-internal needs an --allow grant by name");
+  if (inv.lease_ca && inv.credentials.empty()) return invalid("--lease-ca needs --credential");
+  return {};
 }
 
 }  // namespace
@@ -38,8 +65,12 @@ const char* wasmUsage() {
          "       corral wasm run [options] MODULE.wasm [-- ARGS...]\n"
          "\n"
          "run options (nothing is granted by default):\n"
-         "  --dir HOST:GUEST:ro    preopen HOST read-only as GUEST (repeatable)\n"
+         "  --dir HOST:GUEST[:ro]  preopen HOST as GUEST, read-write or read-only (repeatable)\n"
          "  --env K=V              one environment variable for the guest (repeatable)\n"
+         "  --allow URL            corral_http may reach scheme://host[:port] (repeatable)\n"
+         "  --allow-internal CIDR  a granted name may resolve into this private range\n"
+         "  --credential SPEC      NAME=ENVVAR@URL[;header=H;format=F]: a lease the proxy injects\n"
+         "  --lease-ca FILE        CAs for lease upstreams (default: the system's)\n"
          "  --memory SIZE          the most linear memory the guest may have (default 256M)\n"
          "  --timeout D            SIGKILL the guest after D (exit 124)\n"
          "  --cache DIR            the compiled-module cache (docs/wasm.md)\n"
@@ -79,12 +110,10 @@ Result<WasmInvocation> parseWasmArgs(const std::vector<std::string>& args) {
       return inv;
     }
     const bool known = opt == "--cache" || opt == "--compile-timeout" ||
-                       (run && (opt == "--dir" || opt == "--env" || opt == "--memory" || opt == "--timeout"));
-    if (!known) {
-      if (run && (opt == "--allow" || opt == "--credential"))
-        return invalid(opt + ": corral_http is not implemented yet (issue 22); a guest has no network");
-      return invalid("wasm " + args[0] + ": unknown option " + policy::printable(opt));
-    }
+                       (run && (opt == "--dir" || opt == "--env" || opt == "--memory" || opt == "--timeout" ||
+                                opt == "--allow" || opt == "--allow-internal" || opt == "--credential" ||
+                                opt == "--lease-ca"));
+    if (!known) return invalid("wasm " + args[0] + ": unknown option " + policy::printable(opt));
     if (!value) {
       if (i + 1 >= args.size()) return invalid(opt + ": needs a value");
       value = args[++i];
@@ -100,6 +129,20 @@ Result<WasmInvocation> parseWasmArgs(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(WasmPreopen p, parseDir(*value));
       inv.dirs.push_back(std::move(p));
       if (inv.dirs.size() > 32) return invalid("--dir: at most 32");
+    } else if (opt == "--allow") {
+      RETURN_IF_ERROR(addGrant(inv, *value));
+    } else if (opt == "--allow-internal") {
+      auto cidr = policy::egress::parseCidr(*value);
+      if (!cidr) return invalid("--allow-internal: " + cidr.error().message());
+      if (std::find(inv.internal.begin(), inv.internal.end(), *cidr) != inv.internal.end())
+        return invalid("--allow-internal " + cidr->text() + ": given twice");
+      inv.internal.push_back(*cidr);
+    } else if (opt == "--credential") {
+      RETURN_IF_ERROR(addCredential(inv, *value));
+    } else if (opt == "--lease-ca") {
+      if (inv.lease_ca) return invalid("--lease-ca: given twice");
+      if (value->front() != '/') return invalid("--lease-ca: must be an absolute path");
+      inv.lease_ca = *value;
     } else if (opt == "--env") {
       auto kv = policy::env::parseAssignment(*value);
       if (!kv) return kv.error().wrap("--env");
@@ -121,6 +164,7 @@ Result<WasmInvocation> parseWasmArgs(const std::vector<std::string>& args) {
     }
   }
   if (inv.module.empty()) return invalid("wasm " + args[0] + ": MODULE.wasm is required");
+  RETURN_IF_ERROR(checkNetwork(inv));
   if (i < args.size() && args[i] != "--") return invalid("wasm " + args[0] + ": unexpected " + policy::printable(args[i]) + " (guest arguments go after --)");
   if (i < args.size()) {
     if (!run) return invalid("wasm compile: takes no guest arguments");

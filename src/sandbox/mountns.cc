@@ -148,6 +148,20 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
       return Error(Errc::kInvalidArgument, "--ro-bind " + rb.host + ": a namespace handle cannot be bound in");
     extra.push_back({rb.sandbox.substr(1), S_ISDIR(st.st_mode), b.clone(rb.host, kRo, "clone --ro-bind source")});
   }
+  // Read-write binds (SandboxSpec::rw_binds), cloned as the caller like --ro-bind. Only beneath
+  // /workspace: anywhere else Landlock would refuse every write anyway.
+  for (const RoBind& rw : spec.rw_binds) {
+    struct stat st;
+    if (::stat(rw.host.c_str(), &st) != 0) return sysError("read-write bind " + rw.host);
+    if (!S_ISDIR(st.st_mode)) return Error(ENOTDIR, "read-write bind " + rw.host);
+    struct statfs fs;
+    if (::statfs(rw.host.c_str(), &fs) != 0) return sysError("read-write bind " + rw.host);
+    if (fs.f_type == NSFS_MAGIC) return Error(Errc::kInvalidArgument, "read-write bind " + rw.host + ": a namespace handle");
+    if (!rw.sandbox.starts_with("/workspace/") || rw.sandbox.find("/..") != std::string::npos)
+      return Error(Errc::kInvalidArgument, "read-write bind " + rw.sandbox + ": not beneath /workspace");
+    extra.push_back({rw.sandbox.substr(1), true,
+                     b.clone(rw.host, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "clone a read-write bind source")});
+  }
   // A session's workspace lies in the daemon's 0700 state dir: cloned as the caller, like --ro-bind.
   const int ws_slot = spec.workspace_bind
                           ? b.clone(*spec.workspace_bind, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "clone the session's workspace")

@@ -67,6 +67,9 @@ struct SandboxSpec {
   std::optional<StageOnly> stage_only;
   std::vector<std::string> outputs;          // workspace-relative, validated by policy::path
   std::vector<RoBind> ro_binds;
+  // Host directories bound read-write, each at a path beneath /workspace (the tree Landlock
+  // leaves writable): `wasm run --dir HOST:GUEST`'s preopens. exec has no option for it.
+  std::vector<RoBind> rw_binds;
   Limits limits;
   Stdio stdio;
   NetProxy proxy;

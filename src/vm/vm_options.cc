@@ -11,6 +11,7 @@ Result<void> checkSpec(const sandbox::SandboxSpec& spec, const VmOptions& vm, bo
   if (!spec.ro_binds.empty())
     return refuse("--ro-bind: the VM backend shares no host files with the guest (no 9p, no virtio-fs); "
                   "copy them in with --workspace");
+  if (!spec.rw_binds.empty()) return refuse("read-write binds: the VM backend shares no host files with the guest");
   if (net_proxy)
     return refuse("--net proxy: not available with --backend vm yet (the virtio-serial relay is planned, issue 23)");
   if (spec.proxy.channel >= 0) return refuse("a proxy channel: not available with --backend vm");

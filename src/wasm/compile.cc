@@ -17,6 +17,7 @@
 #include "sandbox/linux_backend.h"
 #include "wasm/cache.h"
 #include "wasm/guest_shim.h"
+#include "wasm/wasi_imports.h"
 
 namespace corral::wasm {
 namespace {
@@ -59,18 +60,34 @@ std::string lastLogLine(int log) {
   return policy::printable(s.substr(0, 200));
 }
 
-std::string compileFlags(bool has_imports) {
-  return std::string("wasm2c --no-debug-names -n corral; cc -O2 -fPIC -shared -w -DCORRAL_HAS_WASI=") +
-         (has_imports ? "1" : "0") + " -lm";
+// Which import modules the module uses: wasm2c's instantiate takes one instance per module.
+struct ImportModules {
+  bool wasi = false, http = false;
+  std::string defines() const {
+    return std::string("-DCORRAL_HAS_WASI=") + (wasi ? "1" : "0") + " -DCORRAL_HAS_HTTP=" + (http ? "1" : "0");
+  }
+};
+
+ImportModules importModules(const ModuleInfo& info) {
+  ImportModules m;
+  for (const std::string& i : info.imports) {
+    const std::string_view module = std::string_view(i).substr(0, i.find('.'));
+    m.wasi = m.wasi || module == kWasiModule;
+    m.http = m.http || module == kHttpModule;
+  }
+  return m;
+}
+
+std::string compileFlags(const ImportModules& m) {
+  return "wasm2c --no-debug-names -n corral; cc -O2 -fPIC -shared -w " + m.defines() + " -lm";
 }
 
 // The child: only fixed strings, no byte of the module is ever part of the command.
-std::string compileScript(bool has_imports) {
+std::string compileScript(const ImportModules& m) {
   return std::string("set -e\n") + kWasm2c + " --version > toolchain.txt\n" + kCompiler +
          " --version | head -n 1 >> toolchain.txt\n" + kWasm2c +
          " --no-debug-names -n corral module.wasm -o module.c\n" + kCompiler +
-         " -O2 -fPIC -shared -w -DCORRAL_HAS_WASI=" + (has_imports ? "1" : "0") +
-         " -o module.so module.c shim.c -lm\n";
+         " -O2 -fPIC -shared -w " + m.defines() + " -o module.so module.c shim.c -lm\n";
 }
 
 // realpath(), then checked to name the very directory that was opened and judged.
@@ -87,11 +104,11 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-Result<void> runCompileChild(const std::string& dir_path, int dir, bool has_imports, const CompileOptions& o) {
+Result<void> runCompileChild(const std::string& dir_path, int dir, const ImportModules& m, const CompileOptions& o) {
   UniqueFd log(::openat(dir, "compile.log", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!log.valid()) return sysError("wasm cache: compile.log");
   sandbox::SandboxSpec spec;
-  spec.argv = {"/bin/sh", "-c", compileScript(has_imports)};
+  spec.argv = {"/bin/sh", "-c", compileScript(m)};
   spec.env = {"PATH=/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C"};
   spec.workspace = dir_path;
   spec.outputs = {"module.so", "toolchain.txt"};
@@ -134,8 +151,8 @@ Result<Compiled> compileModule(const std::string& path, const CompileOptions& o)
   Compiled c;
   ASSIGN_OR_RETURN(c.info, scanModule(bytes, o.caps));
   c.module_sha256 = audit::sha256Hex(bytes);
-  const bool has_imports = !c.info.imports.empty();
-  ASSIGN_OR_RETURN(c.key, cacheKey(c.module_sha256, compileFlags(has_imports)));
+  const ImportModules modules = importModules(c.info);
+  ASSIGN_OR_RETURN(c.key, cacheKey(c.module_sha256, compileFlags(modules)));
   ASSIGN_OR_RETURN(std::string given_root, cacheRootPath(o.cache));
   ASSIGN_OR_RETURN(UniqueFd root, openCacheRoot(given_root));
   // The staged workspace must be a path without symlinks (workspace::openHostDir says why).
@@ -155,7 +172,7 @@ Result<Compiled> compileModule(const std::string& path, const CompileOptions& o)
   auto built = [&]() -> Result<void> {
     RETURN_IF_ERROR(writeFileAt(dir.get(), "module.wasm", c.info.stripped));
     RETURN_IF_ERROR(writeFileAt(dir.get(), "shim.c", kGuestShimSource));
-    RETURN_IF_ERROR(runCompileChild(tmp, dir.get(), has_imports, o));
+    RETURN_IF_ERROR(runCompileChild(tmp, dir.get(), modules, o));
     for (const char* scratch : {"module.wasm", "shim.c", "compile.log"}) ::unlinkat(dir.get(), scratch, 0);
     // Copy-back wrote module.so itself (it refuses links), so the name is a plain file.
     if (::fchmodat(dir.get(), "module.so", 0500, 0) != 0) return sysError("wasm cache: chmod module.so");

@@ -8,9 +8,9 @@
 namespace corral::wasm {
 
 // wasm2c runs with `-n corral`, writing module.c and module.h; the shim includes module.h.
-// CORRAL_HAS_WASI says whether the module imports anything (wasm2c's instantiate then takes
-// the import instance).
+// CORRAL_HAS_WASI and CORRAL_HAS_HTTP say which import modules the module uses (wasm2c's
+// instantiate takes one instance for each, in the order of their names).
 extern const std::string_view kGuestShimSource;
-inline constexpr int kGuestShimAbi = 1;  // guest_main.cc's kShimAbi
+inline constexpr int kGuestShimAbi = 2;  // guest_main.cc's kShimAbi
 
 }  // namespace corral::wasm

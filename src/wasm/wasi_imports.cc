@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The import whitelist: WASI preview 1 as wasi-libc declares it for wasm32.
+// The import whitelist: WASI preview 1 as wasi-libc declares it for wasm32, and corral_http v1.
 #include "wasm/wasi_imports.h"
 
 namespace corral::wasm {
@@ -62,12 +62,26 @@ constexpr Entry kWasi[] = {
     {"sock_shutdown", "ii:i"},
 };
 
+// corral_http v1 (docs/wasm-abi.md, "HTTP"); the host is src/wasm/guest/http_host.cc.
+constexpr Entry kHttp[] = {
+    {"request_open", "iiiiiiiiIi:i"},
+    {"request_write", "iiii:i"},
+    {"response_open", "iii:i"},
+    {"response_headers", "iii:i"},
+    {"response_read", "iiii:i"},
+    {"close", "i:i"},
+};
+
 }  // namespace
 
 const char* importSignature(std::string_view module, std::string_view name) {
-  if (module != kWasiModule) return nullptr;
-  for (const Entry& e : kWasi)
-    if (e.name == name) return e.signature;
+  auto find = [name](const auto& table) -> const char* {
+    for (const Entry& e : table)
+      if (e.name == name) return e.signature;
+    return nullptr;
+  };
+  if (module == kWasiModule) return find(kWasi);
+  if (module == kHttpModule) return find(kHttp);
   return nullptr;
 }
 

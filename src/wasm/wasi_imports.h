@@ -8,6 +8,7 @@
 namespace corral::wasm {
 
 inline constexpr std::string_view kWasiModule = "wasi_snapshot_preview1";
+inline constexpr std::string_view kHttpModule = "corral_http";
 
 // Signature in a compact form: parameter letters, ':' and result letters; i = i32, I = i64.
 // nullptr when (module, name) is not an import corral provides.

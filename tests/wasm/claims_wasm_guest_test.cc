@@ -87,10 +87,20 @@ TEST(WasmPreopenReadOnly, GuestCannotCreateOrWriteInAPreopen) {
   EXPECT_EQ(d.read("inside.txt"), "granted-content");
 }
 
-TEST(WasmPreopenReadOnly, ReadWriteDirIsRefusedNotSilentlyDowngraded) {
+TEST(WasmPreopenReadOnly, EveryKindOfChangeIsRefused) {
   CORRAL_REQUIRE_WASM_GUEST(guest, "guest.wasm");
-  TempDir d("wasm-rw");
-  EXPECT_TRUE(wasmRefused(runWasm({"--dir", d.path() + ":/data"}, guest, {"hello"}), "read-write preopens"));
+  TempDir d("wasm-ro-ops");
+  d.write("inside.txt", "granted-content");
+  ASSERT_EQ(::mkdir((d / "sub").c_str(), 0755), 0);
+  RunResult r = runWasm({"--dir", d.path() + ":/data:ro"}, guest,
+                        {"fs", "mkdir", "/data/new", "unlink", "/data/inside.txt", "rename", "/data/inside.txt", "/data/moved",
+                         "rmdir", "/data/sub", "symlink", "/etc/passwd", "/data/planted", "link", "/data/inside.txt",
+                         "/data/hard", "truncate", "/data/inside.txt", "append", "/data/inside.txt", "more"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(linesStartingWith(r.out, "").size(), 8u) << r.describe();
+  EXPECT_EQ(r.out.find(" ok"), std::string::npos) << claim("wasm.preopen-read-only", "a change succeeded") << r.describe();
+  EXPECT_EQ(d.entries(), (std::vector<std::string>{"inside.txt", "sub"})) << claim("wasm.preopen-read-only", "the host changed");
+  EXPECT_EQ(d.read("inside.txt"), "granted-content");
 }
 
 // wasm.no-ambient-environment

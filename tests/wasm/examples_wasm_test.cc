@@ -49,5 +49,49 @@ TEST(WasmExampleJsonTransform, RefusesInvalidJsonInOneLine) {
   }
 }
 
+// The seed's demo: without the grant the proxy's refusal line shows, then the granted call
+// succeeds (docs/wasm.md, "HTTP").
+TEST(WasmExampleHttpClient, RefusalLineWithoutTheGrantThenTheGrantedCallSucceeds) {
+  CORRAL_REQUIRE_WASM_GUEST(guest, "http_client.wasm");
+  HttpUpstream up;
+  REQUIRE_UPSTREAM(up);
+  RunResult refused = runWasm({}, guest, {up.url("/demo")});
+  EXPECT_EQ(refused.exit_code, 3) << refused.describe();
+  EXPECT_TRUE(hasProxyRefusalLine(refused)) << refused.describe();
+  EXPECT_NE(refused.err.find("rule=no-grant"), std::string::npos) << refused.describe();
+  EXPECT_TRUE(refused.out.empty()) << refused.describe();
+  RunResult allowed = runWasm({"--allow", "http://127.0.0.1:" + std::to_string(up.main)}, guest, {up.url("/demo")});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.describe();
+  EXPECT_EQ(allowed.out, "upstream ok /demo") << allowed.describe();
+  EXPECT_FALSE(hasProxyRefusalLine(allowed)) << allowed.describe();
+  EXPECT_EQ(up.count(), 1);
+}
+
+// Streamed both ways: a request body of unknown length from stdin (chunked), echoed back
+// chunked; and a response larger than the guest's buffers many times over.
+TEST(WasmExampleHttpClient, StreamsBodiesBothWays) {
+  CORRAL_REQUIRE_WASM_GUEST(guest, "http_client.wasm");
+  HttpUpstream up;
+  REQUIRE_UPSTREAM(up);
+  const std::vector<std::string> grant = {"--allow", "http://127.0.0.1:" + std::to_string(up.main)};
+  std::string body;
+  for (int i = 0; body.size() < 300000; ++i) body += "line " + std::to_string(i) + "\n";
+  TempDir d("wasm-http-stream");
+  d.write("body", body);
+  const int fd = ::open((d / "body").c_str(), O_RDONLY | O_CLOEXEC);
+  RunOptions o;
+  o.stdin_fd = fd;
+  RunResult echo = runWasm(grant, guest, {"-T", up.url("/echo")}, o);
+  ::close(fd);
+  EXPECT_EQ(echo.exit_code, 0) << echo.describe();
+  EXPECT_TRUE(echo.out == body) << "echoed " << echo.out.size() << " of " << body.size() << " bytes";
+  RunResult big = runWasm(grant, guest, {up.url("/big?n=2000000")});
+  EXPECT_EQ(big.exit_code, 0) << big.describe();
+  EXPECT_EQ(big.out.size(), 2000000u);
+  EXPECT_EQ(big.out.substr(0, 10), "0123456789");
+  RunResult fixed = runWasm(grant, guest, {"-X", "PUT", "-d", "exact-length", up.url("/put")});
+  EXPECT_EQ(fixed.out, "exact-length") << fixed.describe();
+}
+
 }  // namespace
 }  // namespace corral::testing::wasm

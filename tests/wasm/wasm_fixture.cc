@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace corral::testing::wasm {
 
 std::string guestModule(const std::string& name) {
@@ -63,6 +65,44 @@ std::vector<std::string> linesStartingWith(const std::string& out, const std::st
 std::string writeModule(const TempDir& dir, const std::string& name, const std::string& bytes) {
   dir.write(name, bytes);
   return dir / name;
+}
+
+HttpUpstream::HttpUpstream() {
+  RunOptions o;
+  o.stdin_pipe = true;
+  o.deadline = std::chrono::minutes(10);
+  proc_.emplace(Process::start({"/usr/bin/python3", std::string(CORRAL_SOURCE_DIR) + "/tests/wasm/http_upstream.py"}, o));
+  auto line = proc_->readLine(std::chrono::seconds(30));
+  if (!line) return;
+  auto j = nlohmann::json::parse(*line, nullptr, false);
+  if (!j.is_object()) return;
+  main = j.value("main", 0);
+  other = j.value("other", 0);
+}
+
+HttpUpstream::~HttpUpstream() {
+  if (proc_) {
+    proc_->closeStdin();
+    proc_->exitedWithin(std::chrono::seconds(5));
+  }
+}
+
+int HttpUpstream::count() const {
+  RunResult r = run({"/usr/bin/curl", "-sS", "--noproxy", "*", "--max-time", "10", url("/__count")});
+  return r.exit_code == 0 && !r.out.empty() ? std::stoi(r.out) : -1;
+}
+
+bool hasProxyRefusalLine(const RunResult& r) {
+  for (const std::string& l : r.stderrLines())
+    if (l.find("event=egress") != std::string::npos && l.find("decision=refuse") != std::string::npos) return true;
+  return false;
+}
+
+std::vector<std::string> egressDecisions(const RunResult& r) {
+  std::vector<std::string> out;
+  if (!r.report || !r.report->contains("egress") || !(*r.report)["egress"].is_array()) return out;
+  for (const auto& e : (*r.report)["egress"]) out.push_back(e.value("decision", ""));
+  return out;
 }
 
 }  // namespace corral::testing::wasm

@@ -3,6 +3,7 @@
 // per-user compile cache shared by every test (each guest compiles once per uid).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,31 @@ RunResult compileWasm(const std::vector<std::string>& opts, const std::string& m
 std::vector<std::string> linesStartingWith(const std::string& out, const std::string& prefix);
 // A wasm binary written into dir as name, returning its path.
 std::string writeModule(const TempDir& dir, const std::string& name, const std::string& bytes);
+
+// tests/wasm/http_upstream.py: one HTTP service on 127.0.0.1 under two ports (main, other).
+class HttpUpstream {
+ public:
+  HttpUpstream();
+  ~HttpUpstream();
+  bool ok() const { return main > 0 && other > 0; }
+  std::string url(const std::string& path = "/", const std::string& host = "127.0.0.1") const {
+    return "http://" + host + ":" + std::to_string(main) + path;
+  }
+  // Requests the service answered on either port, asked directly (never through corral).
+  int count() const;
+  int main = 0, other = 0;
+
+ private:
+  std::optional<Process> proc_;
+};
+
+#define REQUIRE_UPSTREAM(u) \
+  if (!(u).ok()) GTEST_FAIL() << "tests/wasm/http_upstream.py did not start"
+
+// The egress proxy's log line for a refused request (cli/exec_egress.cc: shown by default).
+bool hasProxyRefusalLine(const RunResult& r);
+// The report's egress events' decisions, in order ("allow"/"refuse").
+std::vector<std::string> egressDecisions(const RunResult& r);
 
 using corral::wasm::testing::RawModule;
 using corral::wasm::testing::rawModule;

@@ -2,7 +2,8 @@
 // corral-wasm-guest: the process that runs one compiled guest inside a namespace sandbox.
 // `corral wasm run` builds its argv; nothing here is a user interface.
 //
-//   corral-wasm-guest MODULE.so LIMIT_PAGES [--dir SANDBOX_PATH GUEST_PATH]... [--env K=V]... -- ARGV0 ARGS...
+//   corral-wasm-guest MODULE.so LIMIT_PAGES [--dir SANDBOX_PATH GUEST_PATH]... [--dir-rw SANDBOX_PATH GUEST_PATH]...
+//                     [--env K=V]... [--proxy PORT [--lease NAME ORIGIN]...] -- ARGV0 ARGS...
 //
 // The guest's environment comes from --env, never from this process's own (which the guest
 // must not see and which, through LD_*, would steer the loader of this very process).
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "wasm/guest/http_host.h"
 #include "wasm/guest/runtime.h"
 #include "wasm/guest/wasi_host.h"
 
@@ -23,10 +25,10 @@ using corral::wasm::guest::hostFailure;
 using corral::wasm::guest::wasi;
 
 // The functions the compiled module's shim exports (src/wasm/guest_shim.cc writes it).
-using InstantiateFn = void (*)(Z_wasi_snapshot_preview1_instance_t*);
+using InstantiateFn = void (*)(Z_wasi_snapshot_preview1_instance_t*, Z_corral_http_instance_t*);
 using MemoryFn = wasm_rt_memory_t* (*)();
 using StartFn = void (*)();
-constexpr int kShimAbi = 1;
+constexpr int kShimAbi = 2;
 
 void* symbol(void* so, const char* name) {
   void* p = ::dlsym(so, name);
@@ -46,14 +48,22 @@ int main(int argc, char** argv) {
   for (int fd = 0; fd <= 2; ++fd) ctx.fds.push_back({fd, false, false, {}});
   int i = 3;
   for (; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
-    if (std::strcmp(argv[i], "--dir") == 0 && i + 2 < argc) {
+    const bool rw = std::strcmp(argv[i], "--dir-rw") == 0;
+    if ((rw || std::strcmp(argv[i], "--dir") == 0) && i + 2 < argc) {
       // O_PATH: the preopen is only ever a base for openat2, never read itself.
       const int fd = ::open(argv[i + 1], O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (fd < 0) hostFailure("cannot open a preopen directory: ", argv[i + 1]);
-      ctx.fds.push_back({fd, true, true, argv[i + 2]});
+      ctx.fds.push_back({fd, true, true, argv[i + 2], rw});
       i += 2;
     } else if (std::strcmp(argv[i], "--env") == 0 && i + 1 < argc) {
       ctx.env.emplace_back(argv[++i]);
+    } else if (std::strcmp(argv[i], "--proxy") == 0 && i + 1 < argc) {
+      const unsigned long port = std::strtoul(argv[++i], &end, 10);
+      if (*end != '\0' || port == 0 || port > 65535) hostFailure("bad proxy port");
+      corral::wasm::guest::httpConfig().proxy_port = static_cast<uint16_t>(port);
+    } else if (std::strcmp(argv[i], "--lease") == 0 && i + 2 < argc) {
+      corral::wasm::guest::httpConfig().leases.push_back({argv[i + 1], argv[i + 2]});
+      i += 2;
     } else {
       hostFailure("unknown argument: ", argv[i]);
     }
@@ -75,7 +85,8 @@ int main(int argc, char** argv) {
   // calls WASI sees its memory.
   ctx.memory = memory();
   static Z_wasi_snapshot_preview1_instance_t wasi_instance{};
-  instantiate(&wasi_instance);
+  static Z_corral_http_instance_t http_instance{};
+  instantiate(&wasi_instance, &http_instance);
   start();
   return 0;
 }

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // WASI preview 1, the file half: preopens, path_open beneath a preopen (openat2 with
 // RESOLVE_BENEATH and no symlinks at all), fd status, seek, stat and directory listing.
-// Preopens are read-only (the runner binds them so): every call that would change a file
-// system answers ROFS, or NOTCAPABLE away from a preopen.
+// What changes a file system is in wasi_fs_write.cc, and only a read-write preopen allows it.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +13,19 @@
 #include "wasm/guest/wasi_call.h"
 
 namespace corral::wasm::guest {
+
+constexpr uint32_t kMaxPath = 4096;
 uint16_t hostIovecs(uint32_t iovs, uint32_t count, std::vector<iovec>* out);
+
+// The guest's path as a C string: NUL inside it is refused (the host would see a shorter path).
+bool guestPath(uint32_t ptr, uint32_t len, std::string* out) {
+  if (len > kMaxPath) return false;
+  const uint8_t* p = guestBytes(ptr, len);
+  if (!p) return false;
+  out->assign(reinterpret_cast<const char*>(p), len);
+  return out->find('\0') == std::string::npos;
+}
+
 }  // namespace corral::wasm::guest
 
 using namespace corral::wasm::guest;  // NOLINT(google-build-using-namespace): the C entry points below
@@ -22,12 +33,18 @@ using namespace corral::wasm::guest;  // NOLINT(google-build-using-namespace): t
 namespace {
 
 constexpr uint32_t kMaxFds = 256;
-constexpr uint32_t kMaxPath = 4096;
 // Rights a read-only preopen hands down: read, seek, tell, advise, open, readdir, readlink,
 // stat. Asking for write (wasi-libc does for O_WRONLY/O_RDWR/O_CREAT) is NOTCAPABLE.
 constexpr uint64_t kReadRights = (1u << 1) | (1u << 2) | (1u << 5) | (1u << 7) | (1u << 13) | (1u << 14) |
                                  (1u << 15) | (1u << 18) | (1u << 21) | (1u << 27);
 constexpr uint64_t kStdioRights = (1u << 1) | (1u << 6) | (1u << 27) | (1u << 21);
+// What a read-write preopen adds (wasi-libc masks the rights it asks path_open for with the
+// directory's inheriting rights, so they must be reported): datasync, sync, write, allocate,
+// create directory and file, rename source and target, path set size and times, fd set size
+// and times, remove directory, unlink file. Never link or symlink (wasi_fs_write.cc says why).
+constexpr uint64_t kWriteRights = (1u << 0) | (1u << 4) | (1u << 6) | (1u << 8) | (1u << 9) | (1u << 10) |
+                                  (1u << 16) | (1u << 17) | (1u << 19) | (1u << 20) | (1u << 22) | (1u << 23) |
+                                  (1u << 25) | (1u << 26);
 
 uint8_t fileType(mode_t m) {
   if (S_ISBLK(m)) return 1;
@@ -59,15 +76,6 @@ uint16_t storeFilestat(uint32_t out, const struct stat& st) {
   return kOk;
 }
 
-// The guest's path as a C string: NUL inside it is refused (the host would see a shorter path).
-bool guestPath(uint32_t ptr, uint32_t len, std::string* out) {
-  if (len > kMaxPath) return false;
-  const uint8_t* p = guestBytes(ptr, len);
-  if (!p) return false;
-  out->assign(reinterpret_cast<const char*>(p), len);
-  return out->find('\0') == std::string::npos;
-}
-
 uint16_t dirFd(uint32_t fd, GuestFd** out) {
   GuestFd* f = guestFd(fd);
   if (!f) return kBadf;
@@ -82,15 +90,15 @@ int openUnder(int dir, const std::string& path, uint64_t flags) {
   return corral::openBeneath(dir, path.empty() ? "." : path.c_str(), flags);
 }
 
-uint32_t allocFd(int host, bool dir) {
+uint32_t allocFd(int host, bool dir, bool writable) {
   auto& fds = wasi().fds;
   for (uint32_t i = 0; i < fds.size(); ++i)
     if (fds[i].host < 0) {
-      fds[i] = GuestFd{host, false, dir, {}};
+      fds[i] = GuestFd{host, false, dir, {}, writable};
       return i;
     }
   if (fds.size() >= kMaxFds) return UINT32_MAX;
-  fds.push_back(GuestFd{host, false, dir, {}});
+  fds.push_back(GuestFd{host, false, dir, {}, writable});
   return static_cast<uint32_t>(fds.size() - 1);
 }
 
@@ -123,8 +131,9 @@ CORRAL_WASI(uint32_t, fd_fdstat_get)(WasiInstance*, uint32_t fd, uint32_t out) {
   uint8_t b[24] = {};
   b[0] = fileType(st.st_mode);
   const uint16_t flags = (fl >= 0 && (fl & O_APPEND)) ? 1 : 0;
-  const uint64_t base = fd <= 2 ? kStdioRights : kReadRights;
-  const uint64_t inheriting = f->dir ? kReadRights : 0;
+  const uint64_t granted = f->writable ? kReadRights | kWriteRights : kReadRights;
+  const uint64_t base = fd <= 2 ? kStdioRights : granted;
+  const uint64_t inheriting = f->dir ? granted : 0;
   std::memcpy(b + 2, &flags, 2);
   std::memcpy(b + 8, &base, 8);
   std::memcpy(b + 16, &inheriting, 8);
@@ -149,14 +158,28 @@ CORRAL_WASI(uint32_t, path_open)(WasiInstance*, uint32_t dirfd, uint32_t, uint32
   if (uint16_t e = dirFd(dirfd, &dir); e != kOk) return e;
   std::string path;
   if (!guestPath(path_ptr, path_len, &path)) return path_len > kMaxPath ? kNametoolong : kFault;
-  // oflags: CREAT 1, DIRECTORY 2, EXCL 4, TRUNC 8. rights: FD_WRITE 1<<6 and the other
-  // changing rights; fdflags: APPEND 1. Nothing that writes is granted.
-  constexpr uint64_t kWriteRights = (1u << 0) | (1u << 4) | (1u << 6) | (1u << 8) | (1u << 9) | (1u << 10) |
-                                    (1u << 22) | (1u << 23);
-  if ((oflags & (1 | 4 | 8)) || (rights & kWriteRights) || (fdflags & 1)) return kNotcapable;
-  uint64_t flags = O_RDONLY | O_NOCTTY | O_NONBLOCK;
-  if (oflags & 2) flags |= O_DIRECTORY;
-  const int host = openUnder(dir->host, path, flags);
+  // oflags: CREAT 1, DIRECTORY 2, EXCL 4, TRUNC 8; fdflags: APPEND 1. Rights: FD_READ 1<<1,
+  // and the changing rights above. Writing needs a read-write preopen.
+  // The access mode follows the file rights wasi-libc asks for O_WRONLY (datasync, write,
+  // allocate, set size); a read-only preopen refuses every changing right, as it hands none.
+  constexpr uint64_t kFileWriteRights = (1u << 0) | (1u << 6) | (1u << 8) | (1u << 22);
+  const bool want_write = (oflags & (1 | 4 | 8)) || (rights & kFileWriteRights) || (fdflags & 1);
+  if (!dir->writable && (want_write || (rights & kWriteRights))) return kNotcapable;
+  uint64_t flags = O_NOCTTY | O_NONBLOCK;
+  if (oflags & 2) {
+    if (oflags & (1 | 4 | 8)) return kInval;
+    flags |= O_RDONLY | O_DIRECTORY;
+  } else if (want_write) {
+    flags |= (rights & (1u << 1)) ? O_RDWR : O_WRONLY;
+    if (oflags & 1) flags |= O_CREAT;
+    if (oflags & 4) flags |= O_EXCL;
+    if (oflags & 8) flags |= O_TRUNC;
+    if (fdflags & 1) flags |= O_APPEND;
+  } else {
+    flags |= O_RDONLY;
+  }
+  // openat2 refuses a mode without O_CREAT.
+  const int host = corral::openBeneath(dir->host, path.empty() ? "." : path.c_str(), flags, (flags & O_CREAT) ? 0644 : 0);
   if (host < 0) return wasiErrno(errno);
   struct stat st {};
   if (::fstat(host, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
@@ -164,8 +187,10 @@ CORRAL_WASI(uint32_t, path_open)(WasiInstance*, uint32_t dirfd, uint32_t, uint32
     return kAcces;  // no devices, FIFOs or sockets through a preopen
   }
   // Blocking reads from here on: O_NONBLOCK was only so that opening could not hang.
-  ::fcntl(host, F_SETFL, 0);
-  const uint32_t fd = allocFd(host, S_ISDIR(st.st_mode));
+  ::fcntl(host, F_SETFL, static_cast<int>(flags & O_APPEND));
+  // A directory beneath a read-write preopen is itself a base for changes; a file is writable
+  // only when opened for writing.
+  const uint32_t fd = allocFd(host, S_ISDIR(st.st_mode), S_ISDIR(st.st_mode) ? dir->writable : want_write);
   if (fd == UINT32_MAX) {
     ::close(host);
     return kMfile;
@@ -264,37 +289,10 @@ CORRAL_WASI(uint32_t, fd_readdir)(WasiInstance*, uint32_t fd, uint32_t buf, uint
   return storeGuest<uint32_t>(out, used) ? kOk : kFault;
 }
 
-// Everything that would change a file system or the fd table beyond open/close: preopens are
-// read-only, so the honest answer is ROFS on a directory and NOTCAPABLE elsewhere.
-namespace {
-uint32_t refuseChange(uint32_t fd) {
-  GuestFd* f = guestFd(fd);
-  if (!f) return kBadf;
-  return f->dir ? kRofs : kNotcapable;
-}
-}  // namespace
-
-CORRAL_WASI(uint32_t, fd_pwrite)(WasiInstance*, uint32_t fd, uint32_t, uint32_t, uint64_t, uint32_t) { return refuseChange(fd); }
 CORRAL_WASI(uint32_t, fd_advise)(WasiInstance*, uint32_t fd, uint64_t, uint64_t, uint32_t) { return guestFd(fd) ? kOk : kBadf; }
-CORRAL_WASI(uint32_t, fd_allocate)(WasiInstance*, uint32_t fd, uint64_t, uint64_t) { return refuseChange(fd); }
-CORRAL_WASI(uint32_t, fd_datasync)(WasiInstance*, uint32_t fd) { return refuseChange(fd); }
-CORRAL_WASI(uint32_t, fd_sync)(WasiInstance*, uint32_t fd) { return refuseChange(fd); }
 CORRAL_WASI(uint32_t, fd_fdstat_set_flags)(WasiInstance*, uint32_t fd, uint32_t) { return guestFd(fd) ? kNotsup : kBadf; }
 CORRAL_WASI(uint32_t, fd_fdstat_set_rights)(WasiInstance*, uint32_t fd, uint64_t, uint64_t) { return guestFd(fd) ? kNotsup : kBadf; }
-CORRAL_WASI(uint32_t, fd_filestat_set_size)(WasiInstance*, uint32_t fd, uint64_t) { return refuseChange(fd); }
-CORRAL_WASI(uint32_t, fd_filestat_set_times)(WasiInstance*, uint32_t fd, uint64_t, uint64_t, uint32_t) { return refuseChange(fd); }
 CORRAL_WASI(uint32_t, fd_renumber)(WasiInstance*, uint32_t fd, uint32_t) { return guestFd(fd) ? kNotsup : kBadf; }
-CORRAL_WASI(uint32_t, path_create_directory)(WasiInstance*, uint32_t fd, uint32_t, uint32_t) { return refuseChange(fd); }
-CORRAL_WASI(uint32_t, path_filestat_set_times)(WasiInstance*, uint32_t fd, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, uint32_t) {
-  return refuseChange(fd);
-}
-CORRAL_WASI(uint32_t, path_link)(WasiInstance*, uint32_t fd, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t) {
-  return refuseChange(fd);
-}
 CORRAL_WASI(uint32_t, path_readlink)(WasiInstance*, uint32_t fd, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t) {
   return guestFd(fd) ? kNotsup : kBadf;  // symlinks are never followed, so never read either
 }
-CORRAL_WASI(uint32_t, path_remove_directory)(WasiInstance*, uint32_t fd, uint32_t, uint32_t) { return refuseChange(fd); }
-CORRAL_WASI(uint32_t, path_rename)(WasiInstance*, uint32_t fd, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t) { return refuseChange(fd); }
-CORRAL_WASI(uint32_t, path_symlink)(WasiInstance*, uint32_t, uint32_t, uint32_t fd, uint32_t, uint32_t) { return refuseChange(fd); }
-CORRAL_WASI(uint32_t, path_unlink_file)(WasiInstance*, uint32_t fd, uint32_t, uint32_t) { return refuseChange(fd); }

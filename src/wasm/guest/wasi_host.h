@@ -24,6 +24,8 @@ struct GuestFd {
   bool preopen = false;
   bool dir = false;
   std::string preopen_name;  // what the guest sees as the preopen's path
+  // A read-write preopen, a directory opened beneath one, or a file opened for writing there.
+  bool writable = false;
 };
 
 struct WasiContext {
@@ -59,6 +61,9 @@ bool loadGuest(uint32_t ptr, T* value) {
 }
 
 uint16_t wasiErrno(int host_errno);
+// The guest's path [ptr, ptr + len) as a string: false when outside memory, longer than 4096
+// bytes or holding a NUL (the host would see a shorter path).
+bool guestPath(uint32_t ptr, uint32_t len, std::string* out);
 // The guest's fd as a host fd, or -1 when it names no open entry.
 GuestFd* guestFd(uint32_t fd);
 

@@ -3,6 +3,7 @@
 // mode and prints what happened, one "key=value" line per attempt.
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,11 @@ static const char* errname(int e) {
     case EXDEV: return "EXDEV";
     case ENOTDIR: return "ENOTDIR";
     case ENOSYS: return "ENOSYS";
+    case EEXIST: return "EEXIST";
+    case EISDIR: return "EISDIR";
+    case EBADF: return "EBADF";
+    case EINVAL: return "EINVAL";
+    case ENOTEMPTY: return "ENOTEMPTY";
     default: return "EOTHER";
   }
 }
@@ -54,6 +60,38 @@ static int writePath(const char* path) {
   }
   ssize_t n = write(fd, "x", 1);
   printf("write %s ok %zd\n", path, n);
+  return 0;
+}
+
+// fs OP ARGS [OP ARGS]...: file system changes, one "OP PATH ok" or "OP PATH errno NAME" line
+// each. OPs: write PATH DATA, append PATH DATA, mkdir PATH, rmdir PATH, unlink PATH,
+// rename FROM TO, symlink TARGET PATH, link FROM TO, truncate PATH (to 0).
+static int fsOps(int argc, char** argv) {
+  for (int i = 0; i < argc;) {
+    const char* op = argv[i];
+    const int need = (!strcmp(op, "mkdir") || !strcmp(op, "rmdir") || !strcmp(op, "unlink") || !strcmp(op, "truncate")) ? 1 : 2;
+    if (i + need >= argc) return 2;
+    const char* a = argv[i + 1];
+    const char* b = need == 2 ? argv[i + 2] : NULL;
+    int rc = -1;
+    if (!strcmp(op, "write") || !strcmp(op, "append")) {
+      int fd = open(a, O_WRONLY | O_CREAT | (!strcmp(op, "write") ? O_TRUNC : O_APPEND), 0644);
+      if (fd >= 0) {
+        rc = write(fd, b, strlen(b)) == (ssize_t)strlen(b) ? 0 : -1;
+        close(fd);
+      }
+    } else if (!strcmp(op, "mkdir")) rc = mkdir(a, 0755);
+    else if (!strcmp(op, "rmdir")) rc = rmdir(a);
+    else if (!strcmp(op, "unlink")) rc = unlink(a);
+    else if (!strcmp(op, "rename")) rc = rename(a, b);
+    else if (!strcmp(op, "symlink")) rc = symlink(a, b);
+    else if (!strcmp(op, "link")) rc = link(a, b);
+    else if (!strcmp(op, "truncate")) rc = truncate(a, 0);
+    else return 2;
+    if (rc == 0) printf("%s %s ok\n", op, need == 2 && strcmp(op, "write") && strcmp(op, "append") ? b : a);
+    else printf("%s %s errno %s\n", op, need == 2 && strcmp(op, "write") && strcmp(op, "append") ? b : a, errname(errno));
+    i += need + 1;
+  }
   return 0;
 }
 
@@ -97,6 +135,7 @@ int main(int argc, char** argv) {
   if (!strcmp(mode, "open")) return openPaths(argc - 2, argv + 2);
   if (!strcmp(mode, "write")) return argc > 2 ? writePath(argv[2]) : 2;
   if (!strcmp(mode, "env")) return printEnv();
+  if (!strcmp(mode, "fs")) return fsOps(argc - 2, argv + 2);
   if (!strcmp(mode, "grow")) return grow();
   if (!strcmp(mode, "recurse")) return recurse(0);
   if (!strcmp(mode, "oob")) {
