@@ -123,8 +123,30 @@ TEST(DecideConnect, SchemeMismatchExplainsThatTunnelsNeedHttpsGrants) {
   ASSERT_TRUE(g.ok());
   RequestDecision r = decideConnect(*g, "example.com:80");
   EXPECT_EQ(r.decision.reason,
-            "https://example.com:80: this scheme is not granted (http://example.com:80 is); CONNECT opens only https grants");
+            "https://example.com:80: this scheme is not granted (http://example.com:80 is); CONNECT opens only https and tcp grants");
   EXPECT_EQ(r.decision.rule, Rule::kSchemeMismatch);
+}
+
+// A tcp grant makes the tunnel opaque (no SNI check); an https grant keeps it TLS-only.
+TEST(DecideConnect, TcpGrantsOpenOpaqueTunnelsAndWinOverHttps) {
+  auto g = parseGrants(std::vector<std::string>{"https://h.example.com:443", "tcp://h.example.com:443", "tcp://db.example.com:5432"});
+  ASSERT_TRUE(g.ok());
+  RequestDecision both = decideConnect(*g, "h.example.com:443");
+  ASSERT_TRUE(both.destination) << both.decision.reason;
+  EXPECT_EQ(both.destination->scheme, Scheme::kTcp);
+  EXPECT_EQ(both.destination->grant_index, 1u);
+  RequestDecision db = decideConnect(*g, "db.example.com:5432");
+  ASSERT_TRUE(db.destination) << db.decision.reason;
+  EXPECT_EQ(db.destination->scheme, Scheme::kTcp);
+  auto https_only = parseGrants(std::vector<std::string>{"https://h.example.com"});
+  ASSERT_TRUE(https_only.ok());
+  RequestDecision tls = decideConnect(*https_only, "h.example.com:443");
+  ASSERT_TRUE(tls.destination);
+  EXPECT_EQ(tls.destination->scheme, Scheme::kHttps);
+  // The refusal names the tcp grant when it is the more specific one.
+  RequestDecision port = decideConnect(*g, "db.example.com:5433");
+  EXPECT_EQ(port.decision.rule, Rule::kPortMismatch);
+  EXPECT_EQ(port.decision.reason, "tcp://db.example.com:5433: this port is not granted (tcp://db.example.com:5432 is)");
 }
 
 Destination named(std::string_view name, uint16_t port) {
