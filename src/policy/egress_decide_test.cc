@@ -268,7 +268,8 @@ TEST(Decide, DISABLED_PrintVectorsMarkdown) {
   md << "\n## Grant x request\n\n"
      << "`GET` is an HTTP/1.1 forward request, `GET/1.0` an HTTP/1.0 one. Host headers are separated by `|`, `-`\n"
      << "means none. *resolved* is the DNS answer handed to `vetAddresses`; *rule* is the `X-Corral-Denied` value\n"
-     << "(or `allowed`), *dial* the socket address the proxy connects to.\n\n"
+     << "(or `allowed`), *dial* the socket address the proxy connects to. `CONNECT` stands for a SOCKS5 CONNECT too:\n"
+     << "the proxy decides its `host:port` the same way. Several grants are separated by spaces.\n\n"
      << "| grants | method | target | Host | resolved | rule | dial |\n|---|---|---|---|---|---|---|\n";
   for (const auto& v : vectors::kDecisions)
     md << "| " << cell(v.grants) << " | " << v.method << " | " << cell(v.target) << " | " << cell(v.hosts) << " | "

@@ -63,14 +63,19 @@ class EgressTcpGrantsSocks5 : public ::testing::Test {
       skip_ += " (scripts/bootstrap.sh installs them)";
       return;
     }
+  }
+  // Starts the servers a test uses (once per process; ctest runs each test in its own).
+  static void need(const Args& services) {
+    if (servers_ != nullptr) return;
     dir_ = new TempDir("tcp-servers");
-    if (isRoot() && ::chown(dir_->path().c_str(), kNobody, kNobody) != 0) skip_ = "chown " + dir_->path();
+    if (isRoot() && ::chown(dir_->path().c_str(), kNobody, kNobody) != 0) return;
     RunOptions o;
     o.stdin_pipe = true;
     o.deadline = std::chrono::minutes(10);
     if (isRoot()) o.as_user = kNobody;
-    servers_ = new Process(Process::start(
-        {"/usr/bin/python3", std::string(CORRAL_SOURCE_DIR) + "/tests/security/tcp_servers.py", dir_->path(), kAddress}, o));
+    Args argv = {"/usr/bin/python3", std::string(CORRAL_SOURCE_DIR) + "/tests/security/tcp_servers.py", dir_->path(), kAddress};
+    argv.insert(argv.end(), services.begin(), services.end());
+    servers_ = new Process(Process::start(argv, o));
     auto line = servers_->readLine(std::chrono::seconds(120));
     ports_ = nlohmann::json::parse(line.value_or(""), nullptr, false);
   }
@@ -86,8 +91,13 @@ class EgressTcpGrantsSocks5 : public ::testing::Test {
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << "no private network for the tcp servers: " << skip_;
-    ASSERT_TRUE(ports_.is_object() && ports_.contains("ssh")) << "tcp_servers.py did not start: " << dir_->read("sshd.log")
-                                                              << dir_->read("pg.log");
+  }
+  // SetUp's part for the servers this test uses.
+  static ::testing::AssertionResult started(const Args& services) {
+    need(services);
+    if (ports_.is_object() && ports_.contains("ssh")) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "tcp_servers.py did not start: "
+                                         << (dir_ ? dir_->read("sshd.log") + dir_->read("pg.log") : "");
   }
 
   static std::string port(const char* name) { return std::to_string(ports_[name].get<int>()); }
@@ -140,6 +150,7 @@ class EgressTcpGrantsSocks5 : public ::testing::Test {
 };
 
 TEST_F(EgressTcpGrantsSocks5, CurlSocks5HostnameReachesATcpGrantByANameOnlyTheHostResolves) {
+  ASSERT_TRUE(started({"http"}));
   const std::string url = "http://web.corp.test:" + port("http");
   RunResult r = run({grant("web.corp.test", "http")},
                     "echo \"$ALL_PROXY\"; getent hosts web.corp.test || echo unresolved-inside; "
@@ -160,6 +171,7 @@ TEST_F(EgressTcpGrantsSocks5, CurlSocks5HostnameReachesATcpGrantByANameOnlyTheHo
 }
 
 TEST_F(EgressTcpGrantsSocks5, SshThroughNcSocks5ReachesTheSshd) {
+  ASSERT_TRUE(started({"ssh"}));
   RunResult r = run({grant("git.corp.test", "ssh")},
                     sshCommand() + " " + ports_["user"].get<std::string>() + "@git.corp.test 'echo ssh-ok $((6*7))'");
   ASSERT_EQ(r.exit_code, 0) << r.describe() << dir_->read("sshd.log");
@@ -170,6 +182,7 @@ TEST_F(EgressTcpGrantsSocks5, SshThroughNcSocks5ReachesTheSshd) {
 }
 
 TEST_F(EgressTcpGrantsSocks5, GitCloneOverSshThroughSocks5) {
+  ASSERT_TRUE(started({"ssh"}));
   const std::string url = "ssh://" + ports_["user"].get<std::string>() + "@git.corp.test:" + port("ssh") +
                           ports_["repo"].get<std::string>();
   RunResult r = run({grant("git.corp.test", "ssh")},
@@ -185,6 +198,7 @@ TEST_F(EgressTcpGrantsSocks5, GitCloneOverSshThroughSocks5) {
 // side is `nc -X 5`. The relay waits in listen; psql starts once /proc/net/tcp shows it
 // listening (port 5433 is 0x1539), so no connection is spent on a readiness probe.
 TEST_F(EgressTcpGrantsSocks5, PsqlThroughANetcatSocks5Relay) {
+  ASSERT_TRUE(started({"pg"}));
   RunResult r = run({grant("db.corp.test", "pg")},
                     "mkfifo /tmp/f; nc -l 127.0.0.1 5433 </tmp/f | nc -X 5 -x 127.0.0.1:3128 db.corp.test " + port("pg") +
                         " >/tmp/f & until grep -q ':1539 00000000:0000 0A' /proc/net/tcp; do :; done; "
@@ -197,6 +211,7 @@ TEST_F(EgressTcpGrantsSocks5, PsqlThroughANetcatSocks5Relay) {
 }
 
 TEST_F(EgressTcpGrantsSocks5, AnUngrantedPortAndAPrivateRangeAreRefusedBeforeAnyDial) {
+  ASSERT_TRUE(started({"http"}));
   const std::string socks = "curl -sS --max-time 30 --socks5-hostname 127.0.0.1:3128 ";
   // The sshd's port under a grant of the web server's port.
   RunResult wrong_port = run({grant("web.corp.test", "http")}, socks + "http://web.corp.test:" + port("ssh") + "/; echo rc=$?");
@@ -221,6 +236,7 @@ TEST_F(EgressTcpGrantsSocks5, AnUngrantedPortAndAPrivateRangeAreRefusedBeforeAny
 // supported", and a datagram sent straight at the server has no route out of the sandbox.
 // The control: the same datagram from the test process reaches the server's record.
 TEST_F(EgressTcpGrantsSocks5, UdpAttemptsAreRefusedAndReachNothing) {
+  ASSERT_TRUE(started({"http", "udp"}));
   const std::string script = R"PY(
 import socket, sys
 for cmd in (3, 2):

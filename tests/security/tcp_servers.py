@@ -8,8 +8,10 @@ port (nothing else runs in that namespace, so no port can be taken):
   - PostgreSQL 15: a private cluster (initdb) listening on ADDRESS only, trust auth;
   - an HTTP server answering "tcp ok <path>";
   - a UDP server that records every datagram in DIR/udp (a UDP attempt must leave it empty).
-Usage: tcp_servers.py DIR ADDRESS. Writes DIR/client_key (the sandbox's key), DIR/known_hosts,
-prints {"ssh": P, "pg": P, "http": P, "udp": P, "user": NAME}, serves until stdin closes."""
+Usage: tcp_servers.py DIR ADDRESS SERVICE... (ssh, pg, http, udp: initdb alone takes seconds, so
+a test starts what it uses). Writes DIR/client_key (the sandbox's key) and DIR/known_hosts for
+ssh, prints {"ssh": P, "pg": P, "http": P, "udp": P, "user": NAME, "repo": PATH}, serves until
+stdin closes."""
 import json
 import os
 import pwd
@@ -21,7 +23,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-DIR, ADDRESS = sys.argv[1], sys.argv[2]
+DIR, ADDRESS, SERVICES = sys.argv[1], sys.argv[2], set(sys.argv[3:])
 PORTS = {"ssh": 2222, "pg": 5432, "http": 8080, "udp": 5353}
 PG_BIN = "/usr/lib/postgresql/15/bin"
 USER = pwd.getpwuid(os.getuid()).pw_name
@@ -118,22 +120,29 @@ def serve_udp(sock):
 
 def main():
     open(f"{DIR}/udp", "w").close()
-    make_repo()
-    sshd = start_sshd()
-    wait_listening(PORTS["ssh"], "sshd", sshd)
-    start_pg()
-    http = ThreadingHTTPServer((ADDRESS, PORTS["http"]), Http)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    udp.bind((ADDRESS, PORTS["udp"]))
-    threading.Thread(target=serve_udp, args=(udp,), daemon=True).start()
+    sshd = None
+    if "ssh" in SERVICES:
+        make_repo()
+        sshd = start_sshd()
+        wait_listening(PORTS["ssh"], "sshd", sshd)
+    if "pg" in SERVICES:
+        start_pg()
+    if "http" in SERVICES:
+        http = ThreadingHTTPServer((ADDRESS, PORTS["http"]), Http)
+        threading.Thread(target=http.serve_forever, daemon=True).start()
+    if "udp" in SERVICES:
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind((ADDRESS, PORTS["udp"]))
+        threading.Thread(target=serve_udp, args=(udp,), daemon=True).start()
     print(json.dumps(dict(PORTS, user=USER, repo=f"{DIR}/repo.git")), flush=True)
     try:
         sys.stdin.read()
     finally:
-        sshd.terminate()
-        sshd.wait()
-        stop_pg()
+        if sshd:
+            sshd.terminate()
+            sshd.wait()
+        if "pg" in SERVICES:
+            stop_pg()
 
 
 main()
