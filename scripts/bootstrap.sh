@@ -21,6 +21,10 @@ packages=(
 packages+=(libsqlite3-dev)
 # corral daemon: tests validate real API responses against docs/openapi.json (issue 20).
 packages+=(python3-jsonschema)
+# Egress on real networks (issue 24): the tcp-grant tests' sshd and nc -X 5, the parent-proxy
+# tests' squid and htpasswd, tinyproxy as a benchmark peer. The tests start their own
+# instances (own config, port, keys); none uses the system service.
+packages+=(openssh-server netcat-openbsd squid apache2-utils tinyproxy)
 # Benchmark-only peers: installed when present in the archive, never fatal.
 optional=(firejail hyperfine)
 

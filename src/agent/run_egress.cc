@@ -43,11 +43,17 @@ Result<std::unique_ptr<RunEgress>> RunEgress::start(const policy::Manifest& m, c
   ASSIGN_OR_RETURN(std::vector<net::LeaseSpec> leases, manifestLeases(m));
   auto grants = policy::egress::parseGrants(m.network.allow);  // canonical already: cannot fail
   if (!grants) return grants.error().wrap("manifest: network.allow");
+  std::vector<policy::egress::Cidr> internal;
+  for (const std::string& text : m.network.internal) {  // canonical already: cannot fail
+    ASSIGN_OR_RETURN(policy::egress::Cidr cidr, policy::egress::parseCidr(text));
+    internal.push_back(cidr);
+  }
   std::unique_ptr<RunEgress> self(new RunEgress());
   RunEgress* raw = self.get();
   net::EgressConfig config;
   config.tag = run_id;
   config.grants = std::move(*grants);
+  config.internal = std::move(internal);
   config.leases = std::move(leases);
   config.env_lookup = net::processEnvironment;
   // The trace writer is the run thread's: events wait here until flush().

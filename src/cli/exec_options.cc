@@ -393,8 +393,8 @@ std::string execUsage() {
   u += "Run one command in a fresh sandbox. Options end at -- or at the first non-option.\n";
   u += "  --workspace DIR          copy DIR in as /workspace (default: an empty one)\n";
   u += "  --output REL             copy REL back to DIR after the run (repeatable)\n";
-  u += "  --net none|proxy         none: loopback only (default); proxy: HTTP(S) via corral's proxy\n";
-  u += "  --allow URL              with --net proxy: grant scheme://host[:port] or *.domain (repeatable)\n";
+  u += "  --net none|proxy         none: loopback only (default); proxy: HTTP(S) and SOCKS5 via corral's proxy\n";
+  u += "  --allow URL              with --net proxy: grant http|https|tcp://host[:port] or *.domain (repeatable)\n";
   u += "  --allow-internal CIDR    granted names may resolve into this private range (repeatable)\n";
   u += "  --credential SPEC        with --net proxy: NAME=ENVVAR@URL[;header=H;format=F] lease (repeatable)\n";
   u += "  --lease-ca FILE          PEM CAs trusted toward lease upstreams (default: the system store)\n";

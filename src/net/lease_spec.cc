@@ -63,6 +63,9 @@ Result<policy::egress::Grant> parseLeaseUrl(std::string_view url) {
   if (!grant) return invalid("url: " + grant.error().message() + " (URL not shown)");
   if (grant->wildcard)
     return invalid("url " + quoted(url) + ": a credential goes to one host, '*.' is refused");
+  // A lease is an HTTP header: a tcp destination has none to carry it.
+  if (grant->scheme == policy::egress::Scheme::kTcp)
+    return invalid("url " + quoted(url) + ": a credential is an HTTP header; tcp:// is refused");
   return grant;
 }
 

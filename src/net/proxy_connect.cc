@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// CONNECT tunnels: decide on the authority, dial the vetted address, answer 200, then read
-// the client's first flight and check its TLS SNI against the authority before any byte
-// reaches the upstream; then splice both ways.
+// CONNECT tunnels: decide on the authority, dial the vetted address, answer 200; for an
+// https grant read the client's first flight and check its TLS SNI against the authority
+// before any byte reaches the upstream (a tcp grant's bytes pass unread); then splice.
 #include "base/log.h"
 #include "net/proxy_connection.h"
 #include "net/tls_sni.h"
@@ -43,7 +43,12 @@ void Connection::handleConnect() {
         self->abort("client-closed");
         return;
       }
-      self->checkClientHello();
+      // A tcp grant opened it: the bytes are the granted protocol's, not TLS to check.
+      if (self->dest_->scheme == eg::Scheme::kTcp) {
+        self->openTunnel();
+      } else {
+        self->checkClientHello();
+      }
     });
   });
 }
@@ -78,6 +83,10 @@ void Connection::checkClientHello() {
     refuseInTunnel(refusal->rule, refusal->reason);
     return;
   }
+  openTunnel();
+}
+
+void Connection::openTunnel() {
   ev_.decision = "allow";
   ev_.rule = "allowed";
   touch();

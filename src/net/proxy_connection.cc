@@ -58,6 +58,12 @@ void Connection::readHead() {
 }
 
 void Connection::onHead() {
+  // No HTTP method starts with byte 5, and a SOCKS5 client's first byte is its version.
+  if (socks_ || (!inbuf_.empty() && inbuf_[0] == 0x05)) {
+    socks_ = true;
+    onSocks();
+    return;
+  }
   switch (parser_.feed(inbuf_)) {
     case RequestHeadParser::Status::kNeedMore:
       readHead();

@@ -92,6 +92,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void readClientHello();
   void checkClientHello();
   void refuseInTunnel(const std::string& rule, const std::string& reason);
+  // Both tunnels, once their destination is dialled and any TLS check passed: the first
+  // bytes (inbuf_) go upstream, then splice both ways.
+  void openTunnel();
+  // proxy_socks.cc: SOCKS5 on the same port (the first byte tells: 0x05 starts no HTTP method)
+  void onSocks();
+  void onSocksRequest();
+  void sendSocks(std::string bytes, std::function<void()> then);
   // proxy_lease.cc: broker mode, and placeholder mode on forward requests
   bool leaseTarget(std::string* name, std::string* rest) const;
   void handleLease(const std::string& name, const std::string& rest);
@@ -145,6 +152,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool responded_ = false;   // a refusal was sent (or a tunnel refused): at most one
   bool down_busy_ = false;   // a write to the client is in flight
   bool got_bytes_ = false;  // the client sent at least one byte
+  bool socks_ = false;      // the client speaks SOCKS5: refusals are SOCKS replies
+  bool socks_greeted_ = false;  // the method selection is done; the request comes next
   bool finished_ = false;
   uint64_t timer_gen_ = 0;  // a timer handler runs only if no re-arm happened since
   // Leases. Broker mode: lease_ and its exchange on a worker. Placeholder mode: the swapped
@@ -176,6 +185,8 @@ std::string methodText(std::string_view method);
 // anything else up to its first '/', '?' or '#', so no path or query is ever recorded.
 std::string_view targetAuthority(std::string_view target);
 std::string refusalResponse(const Refusal& r);
+// The SOCKS5 reply that refuses with `rule` (proxy_socks.cc).
+std::string socksRefusal(std::string_view rule);
 int statusForRule(policy::egress::Rule rule);
 
 }  // namespace corral::net

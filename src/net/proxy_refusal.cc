@@ -88,7 +88,8 @@ void Connection::refuse(const Refusal& r) {
   boost::system::error_code ignored;
   resolver_.cancel();
   upstream_.close(ignored);
-  auto bytes = std::make_shared<std::string>(refusalResponse(r));
+  // A SOCKS5 client reads a SOCKS reply; the rule and reason are in the event and log line.
+  auto bytes = std::make_shared<std::string>(socks_ ? socksRefusal(r.rule) : refusalResponse(r));
   asio::async_write(client_, asio::buffer(*bytes), [self = shared_from_this(), bytes](boost::system::error_code, size_t n) {
     self->ev_.bytes_down += n;
     self->drainAndClose();

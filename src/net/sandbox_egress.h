@@ -55,7 +55,8 @@ class SandboxEgress {
   // The same with a channel made elsewhere: the proxy serves `proxy_end`.
   void adopt(UniqueFd proxy_end);
 
-  // HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in both cases = http://127.0.0.1:<port>, and an empty
+  // HTTP_PROXY, HTTPS_PROXY in both cases = http://127.0.0.1:<port>, ALL_PROXY =
+  // socks5h://127.0.0.1:<port> (the same port speaks SOCKS5), and an empty
   // NO_PROXY/no_proxy: every client library that honours them goes through the proxy, and
   // nothing is exempt (there is nowhere else to go: the sandbox has loopback only). The names
   // are policy::egress::kProxyEnvironmentNames. Then one ENVVAR=placeholder per lease.

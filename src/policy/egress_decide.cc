@@ -60,6 +60,22 @@ RequestDecision grantedOrNot(std::span<const Grant> grants, Scheme scheme, Endpo
   return {std::move(d), std::move(dest)};
 }
 
+// A tunnel (CONNECT, SOCKS5) to host:port: a tcp grant opens it as opaque bytes, else an
+// https grant opens it for TLS (the proxy checks the SNI). A tcp grant wins when both
+// match: it already lets any bytes through, so checking the SNI would only refuse
+// traffic the operator granted. Refusals: port-mismatch under either scheme, then
+// scheme-mismatch (the host is granted for http only), then no-grant, with the https
+// wording (what CONNECT has always said) unless the tcp one is more specific.
+RequestDecision decideTunnel(std::span<const Grant> grants, Endpoint e) {
+  Decision tcp = decide(grants, Scheme::kTcp, e.host, e.port);
+  if (tcp.allowed()) return grantedOrNot(grants, Scheme::kTcp, std::move(e), "");
+  RequestDecision r = grantedOrNot(grants, Scheme::kHttps, std::move(e), "");
+  if (r.decision.allowed() || r.decision.rule == Rule::kPortMismatch) return r;
+  if (tcp.rule == Rule::kPortMismatch) return {std::move(tcp), std::nullopt};
+  if (r.decision.rule == Rule::kSchemeMismatch) r.decision.reason += "; CONNECT opens only https and tcp grants";
+  return r;
+}
+
 }  // namespace
 
 RequestDecision decideForward(std::span<const Grant> grants, std::string_view target,
@@ -107,9 +123,7 @@ RequestDecision decideConnect(std::span<const Grant> grants, std::string_view au
   if (authority.empty()) return refused(Rule::kBadHost, shown + ": has no host");
   auto e = endpoint(authority, std::nullopt);
   if (auto* d = std::get_if<Decision>(&e)) return {std::move(*d), std::nullopt};
-  RequestDecision r = grantedOrNot(grants, Scheme::kHttps, std::move(std::get<Endpoint>(e)), "");
-  if (r.decision.rule == Rule::kSchemeMismatch) r.decision.reason += "; CONNECT opens only https grants";
-  return r;
+  return decideTunnel(grants, std::move(std::get<Endpoint>(e)));
 }
 
 bool needsResolution(const Destination& dest) { return dest.host.kind == HostKind::kName; }

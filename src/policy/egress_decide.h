@@ -41,9 +41,12 @@ struct RequestDecision {
 RequestDecision decideForward(std::span<const Grant> grants, std::string_view target,
                               std::span<const std::string_view> host_headers, HttpVersion version);
 
-// A CONNECT request: authority-form "host:port", port required, no scheme. A tunnel is
-// opaque, so only https grants open one: an http grant is reached by forward requests,
-// where the Host header and path are visible.
+// A CONNECT request, or a SOCKS5 CONNECT as "host:port" (net/socks5.h): authority-form
+// "host:port", port required, no scheme. A tunnel is opaque, so only https and tcp grants
+// open one: an http grant is reached by forward requests, where the Host header and path
+// are visible. A tcp grant for host:port gives destination.scheme kTcp (bytes pass
+// unread), else an https grant gives kHttps (the proxy checks the TLS SNI); tcp wins when
+// both match.
 RequestDecision decideConnect(std::span<const Grant> grants, std::string_view authority);
 
 // The exact socket address to dial: family and bytes from ip, port in host order.

@@ -123,8 +123,30 @@ TEST(DecideConnect, SchemeMismatchExplainsThatTunnelsNeedHttpsGrants) {
   ASSERT_TRUE(g.ok());
   RequestDecision r = decideConnect(*g, "example.com:80");
   EXPECT_EQ(r.decision.reason,
-            "https://example.com:80: this scheme is not granted (http://example.com:80 is); CONNECT opens only https grants");
+            "https://example.com:80: this scheme is not granted (http://example.com:80 is); CONNECT opens only https and tcp grants");
   EXPECT_EQ(r.decision.rule, Rule::kSchemeMismatch);
+}
+
+// A tcp grant makes the tunnel opaque (no SNI check); an https grant keeps it TLS-only.
+TEST(DecideConnect, TcpGrantsOpenOpaqueTunnelsAndWinOverHttps) {
+  auto g = parseGrants(std::vector<std::string>{"https://h.example.com:443", "tcp://h.example.com:443", "tcp://db.example.com:5432"});
+  ASSERT_TRUE(g.ok());
+  RequestDecision both = decideConnect(*g, "h.example.com:443");
+  ASSERT_TRUE(both.destination) << both.decision.reason;
+  EXPECT_EQ(both.destination->scheme, Scheme::kTcp);
+  EXPECT_EQ(both.destination->grant_index, 1u);
+  RequestDecision db = decideConnect(*g, "db.example.com:5432");
+  ASSERT_TRUE(db.destination) << db.decision.reason;
+  EXPECT_EQ(db.destination->scheme, Scheme::kTcp);
+  auto https_only = parseGrants(std::vector<std::string>{"https://h.example.com"});
+  ASSERT_TRUE(https_only.ok());
+  RequestDecision tls = decideConnect(*https_only, "h.example.com:443");
+  ASSERT_TRUE(tls.destination);
+  EXPECT_EQ(tls.destination->scheme, Scheme::kHttps);
+  // The refusal names the tcp grant when it is the more specific one.
+  RequestDecision port = decideConnect(*g, "db.example.com:5433");
+  EXPECT_EQ(port.decision.rule, Rule::kPortMismatch);
+  EXPECT_EQ(port.decision.reason, "tcp://db.example.com:5433: this port is not granted (tcp://db.example.com:5432 is)");
 }
 
 Destination named(std::string_view name, uint16_t port) {
@@ -246,7 +268,8 @@ TEST(Decide, DISABLED_PrintVectorsMarkdown) {
   md << "\n## Grant x request\n\n"
      << "`GET` is an HTTP/1.1 forward request, `GET/1.0` an HTTP/1.0 one. Host headers are separated by `|`, `-`\n"
      << "means none. *resolved* is the DNS answer handed to `vetAddresses`; *rule* is the `X-Corral-Denied` value\n"
-     << "(or `allowed`), *dial* the socket address the proxy connects to.\n\n"
+     << "(or `allowed`), *dial* the socket address the proxy connects to. `CONNECT` stands for a SOCKS5 CONNECT too:\n"
+     << "the proxy decides its `host:port` the same way. Several grants are separated by spaces.\n\n"
      << "| grants | method | target | Host | resolved | rule | dial |\n|---|---|---|---|---|---|---|\n";
   for (const auto& v : vectors::kDecisions)
     md << "| " << cell(v.grants) << " | " << v.method << " | " << cell(v.target) << " | " << cell(v.hosts) << " | "

@@ -31,8 +31,22 @@ std::string requestText(Scheme scheme, const Host& host, uint16_t port) {
 
 }  // namespace
 
-std::string_view schemeName(Scheme scheme) { return scheme == Scheme::kHttp ? "http" : "https"; }
-uint16_t defaultPort(Scheme scheme) { return scheme == Scheme::kHttp ? 80 : 443; }
+std::string_view schemeName(Scheme scheme) {
+  switch (scheme) {
+    case Scheme::kHttp: return "http";
+    case Scheme::kHttps: return "https";
+    case Scheme::kTcp: return "tcp";
+  }
+  return "https";
+}
+uint16_t defaultPort(Scheme scheme) {
+  switch (scheme) {
+    case Scheme::kHttp: return 80;
+    case Scheme::kHttps: return 443;
+    case Scheme::kTcp: return 0;
+  }
+  return 443;
+}
 
 std::string Grant::text() const {
   return std::string(schemeName(scheme)) + "://" + (wildcard ? "*." : "") + authorityText(host) + ":" +
@@ -50,7 +64,8 @@ Result<Grant> parseGrantText(std::string_view text, bool echo) {
   Grant g;
   if (scheme == "http") g.scheme = Scheme::kHttp;
   else if (scheme == "https") g.scheme = Scheme::kHttps;
-  else return bad(text, "the scheme must be http or https");
+  else if (scheme == "tcp") g.scheme = Scheme::kTcp;
+  else return bad(text, "the scheme must be http, https or tcp");
   std::string_view rest = text.substr(sep + 3);
   if (rest.find_first_of("?#") != std::string_view::npos) return bad(text, "a grant has no query or fragment");
   size_t slash = rest.find('/');
@@ -67,6 +82,9 @@ Result<Grant> parseGrantText(std::string_view text, bool echo) {
   auto authority = parseAuthority(rest);
   if (!authority) return echo ? authority.error() : bad(text, "the host or port is not valid (see docs/egress-policy.md)");
   g.host = std::move(authority->host);
+  // A tcp grant names no protocol, so there is no port to default to: an implied one would
+  // be a guess about what the operator meant to open.
+  if (g.scheme == Scheme::kTcp && !authority->port) return bad(text, "a tcp grant needs a port (tcp://host:port)");
   g.port = authority->port.value_or(defaultPort(g.scheme));
   if (g.wildcard) {
     if (g.host.kind != HostKind::kName) return bad(text, "a wildcard cannot cover an IP address");
@@ -145,10 +163,16 @@ Decision decide(std::span<const Grant> grants, Scheme scheme, const Host& host, 
 }
 
 std::vector<std::string> proxyEnvironment(uint16_t port) {
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const std::string where = "127.0.0.1:" + std::to_string(port);
   std::vector<std::string> env;
-  for (std::string_view name : kProxyEnvironmentNames)
-    env.push_back(std::string(name) + "=" + (name == "NO_PROXY" || name == "no_proxy" ? "" : url));
+  for (std::string_view name : kProxyEnvironmentNames) {
+    std::string value = "http://" + where;
+    if (name == "NO_PROXY" || name == "no_proxy") value.clear();
+    // The same port speaks SOCKS5, for clients that reach non-HTTP protocols through
+    // ALL_PROXY; socks5h: the client sends the name, which the proxy resolves on the host.
+    if (name == "ALL_PROXY" || name == "all_proxy") value = "socks5h://" + where;
+    env.push_back(std::string(name) + "=" + value);
+  }
   return env;
 }
 

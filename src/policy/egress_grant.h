@@ -14,9 +14,11 @@
 
 namespace corral::policy::egress {
 
-enum class Scheme : uint8_t { kHttp, kHttps };
+// kTcp: any TCP protocol, reached through a tunnel (CONNECT or SOCKS5) whose bytes corral
+// does not read; its grants always name the port.
+enum class Scheme : uint8_t { kHttp, kHttps, kTcp };
 std::string_view schemeName(Scheme scheme);
-uint16_t defaultPort(Scheme scheme);  // http 80, https 443
+uint16_t defaultPort(Scheme scheme);  // http 80, https 443, tcp 0 (none: the port is required)
 
 struct Grant {
   Scheme scheme = Scheme::kHttps;
@@ -28,8 +30,8 @@ struct Grant {
   bool operator==(const Grant&) const = default;
 };
 
-// "scheme://host[:port][/]" or "scheme://*.domain[:port][/]". Scheme http or https (any
-// case); port 1..65535, default by scheme; no userinfo, path, query or fragment. A
+// "scheme://host[:port][/]" or "scheme://*.domain[:port][/]". Scheme http, https or tcp (any
+// case); port 1..65535, default by scheme, required for tcp; no userinfo, path, query or fragment. A
 // wildcard's domain is a name of two or more labels. IP literals may be granted (that is
 // how a loopback or private service is opened on purpose) but not 0.0.0.0/8, ::,
 // multicast or broadcast, which are no TCP destination.
@@ -43,7 +45,8 @@ Result<Grant> parseGrantReasonOnly(std::string_view text);
 inline constexpr std::string_view kProxyEnvironmentNames[] = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
                                                               "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy"};
 // Each of those set for a proxy listening on 127.0.0.1:port inside the sandbox:
-// "NAME=http://127.0.0.1:port", and NO_PROXY/no_proxy empty (nothing is exempt).
+// HTTP(S)_PROXY "http://127.0.0.1:port", ALL_PROXY "socks5h://127.0.0.1:port" (the same
+// port speaks SOCKS5), and NO_PROXY/no_proxy empty (nothing is exempt).
 std::vector<std::string> proxyEnvironment(uint16_t port);
 
 // Every grant, or the first error prefixed with its position ("grant 2: ...").

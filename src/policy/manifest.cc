@@ -6,6 +6,7 @@
 #include <array>
 
 #include "policy/egress_grant.h"
+#include "policy/egress_internal.h"
 #include "policy/manifest_fields.h"
 #include "policy/path_policy.h"
 
@@ -186,7 +187,7 @@ Result<SandboxLimitsSpec> parseSandbox(const Json& obj, const Where& w) {
 // manifest and a spawned task's copy compare equal however the operator spelled it. The
 // error names the rule, not the URL (it may carry a token).
 Result<NetworkSpec> parseNetwork(const Json& obj, const Where& w) {
-  RETURN_IF_ERROR(onlyKeys(obj, w, {"allow"}));
+  RETURN_IF_ERROR(onlyKeys(obj, w, {"allow", "internal"}));
   NetworkSpec n;
   RETURN_IF_ERROR(readOptional(obj, w, "allow", n.allow, listOf(anyString)));
   for (size_t i = 0; i < n.allow.size(); ++i) {
@@ -196,6 +197,20 @@ Result<NetworkSpec> parseNetwork(const Json& obj, const Where& w) {
     for (size_t j = 0; j < i; ++j)
       if (n.allow[j] == n.allow[i]) return w.key("allow").at(i).error(n.allow[i] + " is granted twice");
   }
+  // The same rules as `exec --allow-internal`: a CIDR holds no secret, so it is echoed.
+  RETURN_IF_ERROR(readOptional(obj, w, "internal", n.internal, listOf(anyString)));
+  for (size_t i = 0; i < n.internal.size(); ++i) {
+    // The longest CIDR is an IPv6 address of 39 characters and "/128": refuse hostile
+    // lengths before they are echoed.
+    if (n.internal[i].size() > 64) return w.key("internal").at(i).error("is no CIDR (longer than 64 bytes)");
+    auto cidr = egress::parseCidr(n.internal[i]);
+    if (!cidr) return w.key("internal").at(i).error(cidr.error().message());
+    n.internal[i] = cidr->text();
+    for (size_t j = 0; j < i; ++j)
+      if (n.internal[j] == n.internal[i]) return w.key("internal").at(i).error(n.internal[i] + " is given twice");
+  }
+  // A CIDR opens nothing by itself: it only widens where granted names may resolve.
+  if (!n.internal.empty() && n.allow.empty()) return w.key("internal").error("needs a grant in network.allow");
   return n;
 }
 

@@ -62,6 +62,9 @@ struct SandboxLimitsSpec {
 // The egress grants (docs/egress-policy.md), each in canonical text after parsing.
 struct NetworkSpec {
   std::vector<std::string> allow;           // scheme://host[:port] grants, canonical
+  // The private CIDRs granted names may resolve into (`exec --allow-internal`), canonical
+  // ("10.20.0.0/16"); each needs at least one grant beside it.
+  std::vector<std::string> internal;
 
   friend bool operator==(const NetworkSpec&, const NetworkSpec&) = default;
 };

@@ -74,6 +74,8 @@ std::string manifestToCanonicalJson(const Manifest& m) {
   j["executables"] = std::move(executables);
   j["env"] = m.env;
   j["network"] = Json{{"allow", m.network.allow}};
+  // Only when set: a manifest without CIDRs keeps the canonical form (and hash) it had before.
+  if (!m.network.internal.empty()) j["network"]["internal"] = m.network.internal;
   j["credentials"] = credentials(m.credentials);
   j["budgets"] = budgets(m.budgets);
   j["sandbox"] = sandbox(m.sandbox);

@@ -513,6 +513,40 @@ TEST(ParseManifest, NetworkGrantsAreCanonicalisedAndCheckedWithoutEchoingThem) {
   }
 }
 
+TEST(ParseManifest, NetworkInternalCidrsAreCanonicalAndNeedAGrant) {
+  Json j = Json::parse(kFull);
+  j["network"]["allow"] = {"https://registry.corp.example"};
+  j["network"]["internal"] = {"10.20.0.0/16", "FD00::/8", "169.254.169.254/32"};
+  auto m = parse(j);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->network.internal, (std::vector<std::string>{"10.20.0.0/16", "fd00::/8", "169.254.169.254/32"}));
+  // The CIDRs are part of the canonical form, and parse back to the same manifest.
+  const std::string canonical = manifestToCanonicalJson(*m);
+  EXPECT_NE(canonical.find(R"("internal":["10.20.0.0/16","fd00::/8","169.254.169.254/32"])"), std::string::npos) << canonical;
+  auto again = parseManifest(canonical);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(*again, *m);
+  refuseWith("/network/internal", "10.0.0.0/8", "network.internal: must be an array");
+  refuseWith("/network/internal", Json::array({8}), "network.internal[0]: must be a string");
+  refuseWith("/network/internal", Json::array({"10.0.0.1/8"}), "network.internal[0]: internal CIDR '10.0.0.1/8': has host bits set");
+  refuseWith("/network/internal", Json::array({"10/8"}), "network.internal[0]: internal CIDR '10/8'");
+  refuseWith("/network/internal", Json::array({"10.0.0.0"}), "needs a prefix length");
+  refuseWith("/network/internal", Json::array({std::string(200, '1') + "/8"}), "network.internal[0]: is no CIDR (longer than 64 bytes)");
+  refuseWith("/network/internal", Json::array({"fd00::/8", "FD00::/8"}), "network.internal[1]: fd00::/8 is given twice");
+  // A CIDR without a grant opens nothing: refused rather than silently useless.
+  Json no_grant = Json::parse(kFull);
+  no_grant["network"] = {{"allow", Json::array()}, {"internal", {"10.0.0.0/8"}}};
+  auto r = parse(no_grant);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("network.internal: needs a grant in network.allow"), std::string::npos) << r.error().message();
+}
+
+TEST(CanonicalJson, ManifestWithoutInternalCidrsKeepsItsEarlierForm) {
+  auto r = parseManifest(kMinimal);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(manifestToCanonicalJson(*r).find(R"("network":{"allow":[]})"), std::string::npos);
+}
+
 TEST(ParseManifest, CredentialsAreParsedForShape) {
   Json cred = {{"name", "gh"}, {"env", "GH_TOKEN"}, {"url", "https://api.github.com"}};
   Json j = minimal();

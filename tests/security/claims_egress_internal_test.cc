@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "private_netns.h"
+#include "run_fixture.h"
 
 namespace corral::testing {
 namespace {
@@ -158,6 +159,43 @@ TEST_F(EgressInternalByCidr, AnAnswerMixingInLoopbackIsRefusedWhole) {
   expectRefused(r, "an answer holding loopback was used");
   EXPECT_NE(r.out.find("127.0.0.1"), std::string::npos) << "the answer held both addresses: " << r.describe();
   EXPECT_EQ(requests(), before);
+}
+
+// `corral run`: the manifest's network.internal is the same CIDR list, and the trace names it.
+TEST_F(EgressInternalByCidr, ManifestNetworkInternalAdmitsOnlyItsCidrAndTheTraceNamesIt) {
+  auto curl = [](const std::string& target) {
+    return call("run", {{"command", "curl"}, {"args", {"-sS", "--max-time", "20", target}}});
+  };
+  auto runWith = [&](const Args& internal) {
+    RunFixture f;
+    f.manifest["executables"] = {"curl"};
+    f.manifest["network"] = {{"allow", {url("registry.corp.test"), url("meta.corp.test")}}};
+    if (!internal.empty()) f.manifest["network"]["internal"] = internal;
+    f.reply({curl(url("registry.corp.test", "/by-manifest"))});
+    f.reply({curl(url("meta.corp.test", "/latest"))});
+    f.reply({call("finish", {{"summary", "done"}})});
+    RunResult r = f.run({"--apply"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    return f.entries("egress");
+  };
+  const std::string before = requests();
+  const auto egress = runWith({"10.77.0.0/16", "169.254.0.0/16"});
+  ASSERT_EQ(egress.size(), 2u);
+  EXPECT_EQ(egress[0]["decision"], "allow") << egress[0].dump();
+  EXPECT_EQ(egress[0]["resolved"], "10.77.0.1:" + std::to_string(port_));
+  EXPECT_EQ(egress[0]["internal"], "10.77.0.0/16") << "the trace names the admitting CIDR: " << egress[0].dump();
+  // 169.254.0.0/16 is a network, not the metadata address inside it.
+  EXPECT_EQ(egress[1]["rule"], "private-address") << claim(kClaim, "the metadata stand-in reached under 169.254.0.0/16");
+  EXPECT_EQ(egress[1]["resolved"], "") << egress[1].dump();
+  EXPECT_EQ(requests(), before + "10.77.0.1 /by-manifest\n");
+  // The control: the same manifest without network.internal reaches neither.
+  const auto without = runWith({});
+  ASSERT_EQ(without.size(), 2u);
+  for (const auto& e : without) {
+    EXPECT_EQ(e["rule"], "private-address") << claim(kClaim, "a manifest without network.internal reached 10.77.0.1");
+    EXPECT_FALSE(e.contains("internal")) << e.dump();
+  }
+  EXPECT_EQ(requests(), before + "10.77.0.1 /by-manifest\n");
 }
 
 TEST_F(EgressInternalByCidr, MalformedOrUselessCidrsFailBeforeAnythingRuns) {

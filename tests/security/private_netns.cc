@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace corral::testing {
 namespace {
@@ -67,11 +68,16 @@ std::string enterPrivateNetwork(const std::vector<std::string>& addresses, const
   for (size_t i = 0; why.empty() && i < addresses.size(); ++i) why = setIfaceAddr(sock, "lo:" + std::to_string(i), addresses[i]);
   ::close(sock);
   if (!why.empty() || hosts.empty()) return why;
+  return bindOverFile("/etc/hosts", hosts);
+}
+
+std::string bindOverFile(const std::string& path, const std::string& content) {
   const char* tmp = std::getenv("TMPDIR");
-  const std::string file = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/corral-hosts-" + std::to_string(::getpid());
-  if (!writeFile(file, hosts)) return failed("writing " + file);
-  const bool bound = ::mount(file.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) == 0;
-  const std::string err = bound ? "" : failed("bind-mounting " + file + " over /etc/hosts");
+  const std::string file = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/corral-bind-" +
+                           std::to_string(::getpid()) + "-" + std::to_string(std::hash<std::string>{}(path));
+  if (!writeFile(file, content)) return failed("writing " + file);
+  const bool bound = ::mount(file.c_str(), path.c_str(), nullptr, MS_BIND, nullptr) == 0;
+  const std::string err = bound ? "" : failed("bind-mounting " + file + " over " + path);
   ::unlink(file.c_str());  // the mount keeps the file alive; nothing is left behind
   return err;
 }

@@ -18,4 +18,8 @@ namespace corral::testing {
 // Returns "" on success, else why it could not (the caller skips with the reason).
 std::string enterPrivateNetwork(const std::vector<std::string>& addresses, const std::string& hosts);
 
+// After enterPrivateNetwork: bind-mounts a file holding `content` over `path` (an existing
+// file) in the private mount namespace. Returns "" on success, else why not.
+std::string bindOverFile(const std::string& path, const std::string& content);
+
 }  // namespace corral::testing
