@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,9 @@ void wipeValue(Json& body) {
   std::fill(v.begin(), v.end(), '\0');
 }
 
-const std::vector<OptionSpec> kSourceOptions = {{"--from-env", true}, {"--from-file", true}, {"--stdin", false}, {"--json", false}};
+constexpr OptionSpec kSourceOptions[] = {{"--from-env", true}, {"--from-file", true}, {"--stdin", false}, {"--json", false}};
+
+std::vector<OptionSpec> sourceOptions() { return {std::begin(kSourceOptions), std::end(kSourceOptions)}; }
 
 int printRecord(const Json& r, bool json) {
   if (json) {
@@ -81,7 +84,7 @@ int printRecord(const Json& r, bool json) {
 }
 
 int add(const std::vector<std::string>& args) {
-  std::vector<OptionSpec> opts = kSourceOptions;
+  std::vector<OptionSpec> opts = sourceOptions();
   opts.insert(opts.end(), {{"--host", true}, {"--header", true}, {"--env", true}});
   auto s = scanArgs(args, opts, 1);
   if (!s) return fail("add: " + s.error().message());
@@ -99,7 +102,7 @@ int add(const std::vector<std::string>& args) {
 }
 
 int rotate(const std::vector<std::string>& args) {
-  auto s = scanArgs(args, kSourceOptions, 1);
+  auto s = scanArgs(args, sourceOptions(), 1);
   if (!s) return fail("rotate: " + s.error().message());
   if (s->positional.size() != 1 || !s->rest.empty())
     return fail("rotate: usage: corral credential rotate NAME (--from-env VAR | --from-file PATH | --stdin)");

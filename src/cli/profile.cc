@@ -33,7 +33,7 @@ int add(const std::vector<std::string>& args) {
   if (!s || s->positional.size() != 1 || !s->rest.empty()) return fail("add: usage: corral profile add FILE.json");
   UniqueFd fd(::open(s->positional[0].c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return fail("add: " + sysError(s->positional[0]).message());
-  auto text = readUpTo(fd.get(), 256 * 1024, s->positional[0]);
+  auto text = readUpTo(fd.get(), size_t{256} * 1024, s->positional[0]);
   if (!text) return fail("add: " + text.error().message());
   auto doc = daemon::parseJson(*text);
   if (!doc) return fail("add: " + s->positional[0] + ": " + doc.error().message());

@@ -38,6 +38,8 @@ constexpr char kUsage[] =
     "  ls [--json]    show ID [--json]    rm ID [--keep-workspace]\n"
     "  cp ID:PATH LOCAL    cp LOCAL ID:PATH    (PATH relative to /workspace)\n"
     "  pause ID    resume ID    (the cgroup freezer: corral doctor says whether this host has one)\n"
+    "  recover ID [--env K=V]...  a new sandbox on a lost session's workspace, with its stored spec\n"
+    "             (env values are never stored: give them again)\n"
     "  The daemon's socket: $CORRAL_SOCKET, else the default (corral daemon --help).\n";
 
 int failLine(const std::string& msg) { return cli::failLine("session", msg); }
@@ -295,6 +297,18 @@ int pauseOrResume(const std::vector<std::string>& args, const std::string& what)
   return 0;
 }
 
+int recover(const std::vector<std::string>& args) {
+  auto s = scanArgs(args, {{"--json", false}, {"--env", true, true}}, 1);
+  if (!s || s->positional.size() != 1 || !s->rest.empty()) return failLine("recover: usage: corral session recover ID [--env K=V]...");
+  Json body = Json::object();
+  if (s->has("--env")) body["env"] = s->all("--env");
+  auto r = call("POST", "/v1/sessions/" + s->positional[0] + "/recover", body, 200);
+  if (!r) return kExitCorral;
+  if (s->has("--json")) printJson(*r);
+  else std::printf("%s %s\n", s->positional[0].c_str(), (*r)["state"].get<std::string>().c_str());
+  return 0;
+}
+
 int removeSession(const std::vector<std::string>& args) {
   auto s = scanArgs(args, {{"--json", false}, {"--keep-workspace", false}}, 1);
   if (!s || s->positional.size() != 1 || !s->rest.empty()) return failLine("rm: usage: corral session rm ID [--keep-workspace]");
@@ -323,6 +337,7 @@ int sessionMain(const std::vector<std::string>& args) {
   if (args[0] == "rm") return removeSession(rest);
   if (args[0] == "cp") return copy(rest);
   if (args[0] == "pause" || args[0] == "resume") return pauseOrResume(rest, args[0]);
+  if (args[0] == "recover") return recover(rest);
   return failLine("unknown command " + optionName(args[0]) + " (try corral session --help)");
 }
 

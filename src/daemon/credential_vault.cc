@@ -138,7 +138,7 @@ std::string CredentialVault::fingerprint(std::string_view value) const {
   return std::string("kfp1:") + hex;
 }
 
-Result<std::vector<std::pair<int64_t, std::string>>> CredentialVault::sealed() const {
+Result<std::vector<std::pair<int64_t, std::string>>> CredentialVault::sealedFiles() const {
   UniqueFd again(::openat(dir_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!again.valid()) return sysError("open credentials");
   DIR* d = ::fdopendir(again.release());

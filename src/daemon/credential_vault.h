@@ -36,7 +36,7 @@ class CredentialVault {
   // two records with the same value show the same fingerprint.
   std::string fingerprint(std::string_view value) const;
   // Names of sealed files present ("OWNER.NAME"), for reconciling with the store.
-  Result<std::vector<std::pair<int64_t, std::string>>> sealed() const;
+  Result<std::vector<std::pair<int64_t, std::string>>> sealedFiles() const;
 
  private:
   CredentialVault() = default;

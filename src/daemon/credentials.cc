@@ -180,7 +180,7 @@ Result<std::vector<LeasedCredential>> Credentials::lease(const Peer& peer, const
 
 void Credentials::reconcile() {
   std::lock_guard lock(mu_);
-  auto files = vault_.sealed();
+  auto files = vault_.sealedFiles();
   if (!files) {
     log::warn("credential_reconcile_failed", "reason=" + log::value(files.error().message()));
     return;

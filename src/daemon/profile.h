@@ -16,7 +16,7 @@
 
 namespace corral::daemon {
 
-inline constexpr size_t kMaxProfileBytes = 256 * 1024;
+inline constexpr size_t kMaxProfileBytes = size_t{256} * 1024;
 
 struct ReadinessProbe {
   CommandSpec cmd;                                     // run until it exits 0
@@ -29,7 +29,7 @@ struct StartupCommand {
   std::optional<ReadinessProbe> ready;
 };
 
-struct Profile {
+struct Profile {  // NOLINT(bugprone-exception-escape): false positive from the nlohmann::json member's special members
   std::string name;         // [a-z][a-z0-9_-]{0,63}
   std::string description;  // shown by ls, at most 256 bytes
   Json session;             // as parseSessionSpec reads it, without "name" and "workspace"

@@ -55,10 +55,40 @@ ApiResponse createSession(const ApiRequest& req, ApiContext& ctx, Json body) {
   return answer(std::move(session), 201);
 }
 
+// POST /v1/sessions/{id}/recover, body optional: {"env": ["K=V"]}. The session's records are
+// leased again (their current versions).
+ApiResponse recoverSession(const ApiRequest& req, ApiContext& ctx, const std::string& id) {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!req.body.empty()) {
+    auto body = jsonBody(req);
+    if (!body) return errorResponse(body.error());
+    auto f = Fields::of(*body, "body", {"env"});
+    if (!f) return errorResponse(f.error());
+    auto list = f->strings("env", 256, 65536);
+    if (!list) return errorResponse(list.error());
+    auto pairs = envPairs(list->value_or(std::vector<std::string>{}), "body.env");
+    if (!pairs) return errorResponse(pairs.error());
+    env = std::move(*pairs);
+  }
+  auto shown = ctx.sessions.show(req.peer, id);
+  if (!shown) return errorResponse(shown.error());
+  std::vector<std::string> names;
+  if (shown->contains("credentials") && (*shown)["credentials"].is_array())
+    for (const Json& n : (*shown)["credentials"])
+      if (n.is_string()) names.push_back(n.get<std::string>());
+  auto leases = ctx.credentials.lease(req.peer, names);
+  if (!leases) return errorResponse(leases.error());
+  return answer(ctx.sessions.recover(req.peer, id, env, *leases));
+}
+
 }  // namespace
 
 std::optional<ApiResponse> routeSessions(const ApiRequest& req, ApiContext& ctx) {
   const auto& seg = req.segments;
+  if (seg.size() == 4 && seg[1] == "sessions" && seg[3] == "recover") {
+    if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST");
+    return recoverSession(req, ctx, seg[2]);
+  }
   if (seg.size() == 4 && seg[1] == "sessions" && (seg[3] == "pause" || seg[3] == "resume")) {
     if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST");
     if (!req.body.empty() && req.body != "{}") return errorResponse(400, "invalid_request", "pause and resume take no body");

@@ -170,29 +170,8 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const s
   if (::mkdir(dir.c_str(), 0700) != 0) return undo(sysError("mkdir " + dir));
   log::info("session_creating", "session=" + row.id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   if (auto ws = prepareWorkspace(peer, spec, dir); !ws) return undo(ws.error());
-  // The lease values travel after the config (shim_link.h), in a string wiped once written.
-  std::string lease_text;
-  if (!leases.empty()) {
-    Json list = Json::array();
-    for (const LeasedCredential& l : leases)
-      list.push_back({{"name", l.name}, {"env", l.env}, {"host", l.host}, {"header", l.header}, {"format", l.format},
-                      {"value", std::string(l.value.revealForInjection())}});
-    lease_text = dumpJson(list);
-    for (Json& l : list) {
-      auto& v = l["value"].get_ref<std::string&>();
-      std::fill(v.begin(), v.end(), '\0');
-    }
-  }
-  auto procs = startShim(core_, dir, {{"id", row.id}, {"secret", row.secret}, {"spec", sessionSpecJson(spec, /*with_env=*/true)}},
-                         lease_text);
-  std::fill(lease_text.begin(), lease_text.end(), '\0');
+  auto procs = launch(row, spec, leases);
   if (!procs) return undo(procs.error());
-  RETURN_IF_ERROR(store_.setSessionProcesses(row.id, procs->shim_pid, procs->shim_start, procs->init_pid, procs->init_start));
-  // Init has started nothing yet: in the freezer cgroup now, everything it forks is in it too.
-  if (freezer_.usable)
-    if (auto f = freezerAdopt(freezer_, row.id, static_cast<pid_t>(procs->init_pid)); !f)
-      log::warn("freezer_adopt_failed", "session=" + row.id + " reason=" + log::value(f.error().message()));
-  RETURN_IF_ERROR(store_.setSessionState(row.id, "running"));
   row.state = "running";
   row.shim_pid = procs->shim_pid;
   row.shim_start = procs->shim_start;
@@ -208,6 +187,76 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const s
                                           {"net", spec.net_proxy ? "proxy" : "none"}, {"credentials", lease_names}});
   if (row.expires_at) expiry_cv_.notify_all();
   return sessionJson(row);
+}
+
+Result<ShimProcesses> Sessions::launch(const SessionRow& row, const SessionSpec& spec, const std::vector<LeasedCredential>& leases) {
+  // The lease values travel after the config (shim_link.h), in a string wiped once written.
+  std::string lease_text;
+  if (!leases.empty()) {
+    Json lease_list = Json::array();
+    for (const LeasedCredential& l : leases)
+      lease_list.push_back({{"name", l.name}, {"env", l.env}, {"host", l.host}, {"header", l.header}, {"format", l.format},
+                            {"value", std::string(l.value.revealForInjection())}});
+    lease_text = dumpJson(lease_list);
+    for (Json& l : lease_list) {
+      auto& v = l["value"].get_ref<std::string&>();
+      std::fill(v.begin(), v.end(), '\0');
+    }
+  }
+  auto procs = startShim(core_, dirOf(row.id), {{"id", row.id}, {"secret", row.secret}, {"spec", sessionSpecJson(spec, /*with_env=*/true)}},
+                         lease_text);
+  std::fill(lease_text.begin(), lease_text.end(), '\0');
+  if (!procs) return procs.error();
+  RETURN_IF_ERROR(store_.setSessionProcesses(row.id, procs->shim_pid, procs->shim_start, procs->init_pid, procs->init_start));
+  // Init has started nothing yet: in the freezer cgroup now, everything it forks is in it too.
+  if (freezer_.usable)
+    if (auto f = freezerAdopt(freezer_, row.id, static_cast<pid_t>(procs->init_pid)); !f)
+      log::warn("freezer_adopt_failed", "session=" + row.id + " reason=" + log::value(f.error().message()));
+  RETURN_IF_ERROR(store_.setSessionState(row.id, "running"));
+  return procs;
+}
+
+Result<Json> Sessions::recover(const Peer& peer, const std::string& id, const std::vector<std::pair<std::string, std::string>>& env,
+                               const std::vector<LeasedCredential>& leases) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (s.state != "lost") return Error(kConflict, "session " + id + " is " + s.state + ": only a lost session is recovered");
+  ASSIGN_OR_RETURN(Json stored, parseJson(s.spec));
+  ASSIGN_OR_RETURN(SessionSpec spec, parseSessionSpec(stored));
+  spec.env = env;
+  spec.workspace_from.reset();  // copied in once, at create
+  const std::string secret = randomSecret();
+  if (secret.empty()) return Error(Errc::kIo, "getrandom: no entropy for a session secret");
+  // "recovering" with the new secret first: a daemon killed now finds the new shim by it, or
+  // marks the session lost again (reconcileOne), never removes it.
+  ASSIGN_OR_RETURN(bool marked, store_.markRecovering(id, secret));
+  if (!marked) return Error(kConflict, "session " + id + " is no longer lost");
+  {
+    auto l = linkFor(id);
+    std::lock_guard lock(l->mu);
+    l->link.reset();
+  }
+  if (workspace_.capped) {
+    UniqueFd held(::open(dirOf(id).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+    if (!held.valid()) return sysError("open " + dirOf(id));
+    if (auto m = mountWorkspaceImage(held.get(), dirOf(id)); !m) {
+      (void)store_.setSessionState(id, "lost");
+      return m.error().wrap("session " + id + ": its workspace image");
+    }
+  }
+  s.secret = secret;
+  for (const LeasedCredential& l : leases) RETURN_IF_ERROR(store_.renewSessionCredential(id, s.owner_uid, l.name, l.version));
+  auto procs = launch(s, spec, leases);
+  if (!procs) {
+    (void)store_.setSessionState(id, "lost");
+    log::warn("session_recover_failed", "session=" + id);
+    return procs.error();
+  }
+  log::info("session_recovered", "session=" + id + " shim_pid=" + std::to_string(procs->shim_pid) +
+                                     " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+  audit_.append("session_recovered", peer, {{"session", id}, {"shim_pid", procs->shim_pid}, {"env_count", env.size()}});
+  ASSIGN_OR_RETURN(auto row, store_.session(id));
+  if (!row) return Error(kNotFound, "no session " + id);
+  return sessionJson(*row);
 }
 
 Result<void> Sessions::prepareWorkspace(const Peer& peer, const SessionSpec& spec, const std::string& dir) {
@@ -229,7 +278,8 @@ Result<void> Sessions::prepareWorkspace(const Peer& peer, const SessionSpec& spe
 
 Result<Sessions::Workspace> Sessions::workspace(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
-  if (s.state == "creating" || s.state == "removing") return Error(kConflict, "session " + id + " is " + s.state);
+  if (s.state == "creating" || s.state == "removing" || s.state == "recovering")
+    return Error(kConflict, "session " + id + " is " + s.state);
   const std::string dir = dirOf(id);
   UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!held.valid()) return sysError("open " + dir);
@@ -314,7 +364,7 @@ void Sessions::finishRemove(const SessionRow& s, std::string* kept) {
 
 Result<Json> Sessions::remove(const Peer& peer, const std::string& id, bool keep_workspace) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
-  if (s.state == "creating") return Error(kConflict, "session " + id + " is still being created");
+  if (s.state == "creating" || s.state == "recovering") return Error(kConflict, "session " + id + " is " + s.state);
   if (s.state == "removing") return Error(kConflict, "session " + id + " is being removed");
   collectLeaseUses(s);  // the last uses its shim counted, before it ends
   recordEndedCommands(s);
@@ -468,7 +518,7 @@ void Sessions::runExpiry() {
     if (auto rows = store_.sessions()) {
       const int64_t now = nowMs();
       for (const SessionRow& s : *rows) {
-        if (s.expires_at == 0 || s.state == "creating" || s.state == "removing") continue;
+        if (s.expires_at == 0 || s.state == "creating" || s.state == "removing" || s.state == "recovering") continue;
         if (s.expires_at > now) {
           next = next == 0 ? s.expires_at : std::min(next, s.expires_at);
           continue;
@@ -500,11 +550,14 @@ void Sessions::reconcileOne(const SessionRow& s) {
     if (auto m = held.valid() ? mountWorkspaceImage(held.get(), dirOf(s.id)) : Result<void>(); !m)
       log::warn("workspace_mount_failed", "session=" + s.id + " reason=" + log::value(m.error().message()));
   }
-  if (s.state != "running" && s.state != "creating" && s.state != "paused") return;
+  if (s.state != "running" && s.state != "creating" && s.state != "paused" && s.state != "recovering") return;
   // A create cut short may have no recorded shim yet: only the secret can find it then.
   auto link = ShimLink::connect(dirOf(s.id), s.secret, {s.shim_pid, s.shim_start, s.init_pid, s.init_start});
   if (!link) {
-    if (s.state == "creating") {
+    if (s.state == "recovering") {
+      (void)store_.setSessionState(s.id, "lost");  // its workspace is kept: recover again
+      log::info("reconcile_recover_undone", "session=" + s.id);
+    } else if (s.state == "creating") {
       SessionRow gone = s;
       gone.shim_pid = 0;
       finishRemove(gone);
@@ -516,7 +569,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     }
     return;
   }
-  if (s.state == "creating") {
+  if (s.state == "creating" || s.state == "recovering") {
     // The shim came up and knows the secret: finish the create with what it reports.
     const ShimProcesses& p = link->processes();
     (void)store_.setSessionProcesses(s.id, p.shim_pid, p.shim_start, p.init_pid, p.init_start);

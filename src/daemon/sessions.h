@@ -49,6 +49,10 @@ class Sessions {
   Result<Json> show(const Peer& peer, const std::string& id);
   // keep_workspace: the workspace is moved to STATE/kept/ (its path is in the answer), not removed.
   Result<Json> remove(const Peer& peer, const std::string& id, bool keep_workspace = false);
+  // session recover: a new sandbox (a new shim, init and secret) on a lost session's directory
+  // and workspace, with its stored spec; env values were never stored, so they are given again.
+  Result<Json> recover(const Peer& peer, const std::string& id, const std::vector<std::pair<std::string, std::string>>& env,
+                       const std::vector<LeasedCredential>& leases);
   Result<Json> startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd);
   Result<Json> command(const Peer& peer, const std::string& id, int64_t n);
   // The command's spool directory (stdout, stderr, status.json), for streaming.
@@ -97,6 +101,8 @@ class Sessions {
   // Stops the shim, unmounts the workspace, removes the directory and the row. kept: where the
   // workspace went instead (empty: removed with the rest).
   void finishRemove(const SessionRow& s, std::string* kept = nullptr);
+  // Starts the shim of a session whose row and directory exist, and records its processes.
+  Result<ShimProcesses> launch(const SessionRow& row, const SessionSpec& spec, const std::vector<LeasedCredential>& leases);
   Result<void> prepareWorkspace(const Peer& peer, const SessionSpec& spec, const std::string& dir);
   void reconcileOne(const SessionRow& s);
   void collectLeaseUses(const SessionRow& s);

@@ -138,6 +138,25 @@ Result<void> Store::deleteSession(const std::string& id) {
   return db_.exec("DELETE FROM sessions WHERE id=?", {id});
 }
 
+Result<bool> Store::markRecovering(const std::string& id, const std::string& secret) {
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(db_.script("BEGIN IMMEDIATE"));
+  auto fail = [&](Error e) -> Result<bool> {
+    (void)db_.script("ROLLBACK");
+    return e;
+  };
+  if (auto r = db_.exec("UPDATE sessions SET state='recovering', secret=?, shim_pid=0, shim_start=0, init_pid=0, init_start=0"
+                        " WHERE id=? AND state='lost'",
+                        {secret, id});
+      !r)
+    return fail(r.error());
+  const bool marked = db_.changes() == 1;
+  if (auto r = db_.exec("UPDATE commands SET state='lost' WHERE session_id=? AND state IN ('starting', 'running')", {id}); !r)
+    return fail(r.error());
+  RETURN_IF_ERROR(db_.script("COMMIT"));
+  return marked;
+}
+
 Result<int64_t> Store::addCommand(const std::string& session_id, int64_t argc) {
   std::lock_guard lock(mu_);
   RETURN_IF_ERROR(db_.script("BEGIN IMMEDIATE"));

@@ -66,6 +66,9 @@ class Store {
   Result<std::vector<SessionRow>> sessions();
   Result<std::optional<SessionRow>> session(const std::string& id);
   Result<void> deleteSession(const std::string& id);  // its commands too
+  // session recover: a lost session gets a new secret and state "recovering" (true when it
+  // was lost), and its commands that never reported an end are marked lost.
+  Result<bool> markRecovering(const std::string& id, const std::string& secret);
 
   // A new command number for the session (never reused), recorded as "starting".
   Result<int64_t> addCommand(const std::string& session_id, int64_t argc);
@@ -87,6 +90,8 @@ class Store {
   Result<std::optional<CredentialRow>> credential(int64_t owner, const std::string& name);
   // A session's leases, recorded at create with the version each one got.
   Result<void> addSessionCredential(const std::string& session_id, int64_t owner, const std::string& name, int64_t version);
+  // A recovered session's lease: a new shim counts from 0, with the record's current version.
+  Result<void> renewSessionCredential(const std::string& session_id, int64_t owner, const std::string& name, int64_t version);
   // (owner, name, uses the shim reported before) of a session's leases.
   struct SessionLease {
     int64_t owner;

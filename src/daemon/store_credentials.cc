@@ -74,6 +74,7 @@ Result<std::vector<CredentialRow>> Store::credentials(int64_t owner) {
     ASSIGN_OR_RETURN(rows, db_.query(std::string(kCredentialCols) + " WHERE c.owner_uid=? ORDER BY c.name", {owner}));
   }
   std::vector<CredentialRow> out;
+  out.reserve(rows.size());
   for (const SqlRow& r : rows) out.push_back(credentialOf(r));
   return out;
 }
@@ -91,11 +92,18 @@ Result<void> Store::addSessionCredential(const std::string& session_id, int64_t 
                   {session_id, owner, name, version});
 }
 
+Result<void> Store::renewSessionCredential(const std::string& session_id, int64_t owner, const std::string& name, int64_t version) {
+  std::lock_guard lock(mu_);
+  return db_.exec("UPDATE session_credentials SET version=?, seen_uses=0 WHERE session_id=? AND owner_uid=? AND name=?",
+                  {version, session_id, owner, name});
+}
+
 Result<std::vector<Store::SessionLease>> Store::sessionCredentials(const std::string& session_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(auto rows, db_.query("SELECT owner_uid, name, seen_uses FROM session_credentials WHERE session_id=? ORDER BY name",
                                         {session_id}));
   std::vector<SessionLease> out;
+  out.reserve(rows.size());
   for (const SqlRow& r : rows) out.push_back({asInt(r[0]).value_or(-1), asText(r[1]), asInt(r[2]).value_or(0)});
   return out;
 }

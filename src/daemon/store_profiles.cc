@@ -67,6 +67,7 @@ Result<std::vector<ProfileRow>> Store::profiles(int64_t owner) {
     ASSIGN_OR_RETURN(rows, db_.query(newest + " AND p.owner_uid=? ORDER BY p.name", {owner}));
   }
   std::vector<ProfileRow> out;
+  out.reserve(rows.size());
   for (const SqlRow& r : rows) out.push_back(profileOf(r));
   return out;
 }

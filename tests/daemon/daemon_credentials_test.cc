@@ -311,6 +311,42 @@ TEST(DaemonCredentialsLeasedThroughProxy, ARecordSurvivesARestartAndLeasesAgain)
       << claim("daemon.credentials-leased-through-proxy", "the record did not survive the restart");
 }
 
+// A lost session recovered leases its records again (their current version), counted anew.
+TEST(DaemonCredentialsLeasedThroughProxy, ARecoveredSessionLeasesTheRecordAgain) {
+  CredentialRun t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.add(t.secret).exit_code, 0);
+  const std::string id = t.session({"--credential", "api"});
+  ASSERT_FALSE(id.empty());
+  const std::string check = "curl -sS --max-time 20 http://127.0.0.1:3128/lease/api/lease-check";
+  EXPECT_NE(t.inside(id, check).out.find("auth=ok"), std::string::npos);
+  ASSERT_EQ(t.show()["use_count"], 1);  // collected before the shim dies (later uses would be lost with it)
+  t.d.kill9();
+  for (pid_t pid : shimProcesses(t.d.stateDir())) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return shimProcesses(t.d.stateDir()).empty(); }));
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  EXPECT_EQ(t.show()["active_leases"], 0);
+  RunResult rec = t.cli({"session", "recover", id});
+  ASSERT_EQ(rec.exit_code, 0) << rec.describe();
+  EXPECT_EQ(t.show()["active_leases"], 1);
+  EXPECT_NE(t.inside(id, check).out.find("auth=ok"), std::string::npos)
+      << claim("daemon.credentials-leased-through-proxy", "a recovered session lost its lease");
+  EXPECT_EQ(t.show()["use_count"], 2) << "the new shim's uses are counted from 0 on top of the old";
+  // Control: with the record removed meanwhile, recovering is refused and the session stays lost.
+  ASSERT_EQ(t.cli({"session", "rm", id}).exit_code, 0);
+  const std::string other = t.session({"--credential", "api"});
+  t.d.kill9();
+  for (pid_t pid : shimProcesses(t.d.stateDir())) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return shimProcesses(t.d.stateDir()).empty(); }));
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.cli({"credential", "rm", "api"}).exit_code, 0);
+  RunResult refused = t.cli({"session", "recover", other});
+  EXPECT_EQ(refused.exit_code, 125) << refused.describe();
+  EXPECT_NE(refused.err.find("no credential 'api'"), std::string::npos) << refused.err;
+  EXPECT_EQ(t.d.curl("GET", "/v1/sessions/" + other).json()["state"], "lost");
+}
+
 // Control: the same session without the record gets no header, through the lease URL or around it.
 TEST(DaemonCredentialsLeasedThroughProxy, ControlWithoutTheRecordNothingIsInjected) {
   CredentialRun t;

@@ -57,6 +57,43 @@ TEST(DaemonWorkspacePersists, FilesOutliveCommandsADaemonKillAndALostShim) {
   EXPECT_FALSE(fileExists(caller.path() + "/f")) << "the command wrote into the caller's directory";
 }
 
+// session recover: a new sandbox on the lost session's workspace, its stored spec and records.
+TEST(DaemonWorkspacePersists, ALostSessionIsRecoveredOnItsWorkspace) {
+  Daemon d;
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  const std::string id = d.createSession({"--tmp-size", "32M", "--env", "A=before"});
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(sessionExec(d, id, {"sh", "-c", "echo kept > /workspace/f; echo gone > /tmp/t"}).exit_code, 0);
+  RunResult bg = sessionExec(d, id, {"sleep", "1000"}, {"--detach"});
+  ASSERT_EQ(bg.exit_code, 0) << bg.describe();
+  // Not lost yet: recover is refused and changes nothing.
+  RunResult early = d.cli({"session", "recover", id});
+  EXPECT_EQ(early.exit_code, 125) << early.describe();
+  EXPECT_NE(early.err.find("only a lost session is recovered"), std::string::npos) << early.err;
+  const std::vector<pid_t> old_shims = shimProcesses(d.stateDir());
+  d.kill9();
+  for (pid_t pid : old_shims) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return shimProcesses(d.stateDir()).empty(); }));
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  ASSERT_EQ(d.curl("GET", "/v1/sessions/" + id).json()["state"], "lost");
+  RunResult rec = d.cli({"session", "recover", id, "--env", "A=after", "--json"});
+  ASSERT_EQ(rec.exit_code, 0) << claim("daemon.workspace-persists", "recover failed: " + rec.describe());
+  EXPECT_EQ(nlohmann::json::parse(rec.out)["state"], "running");
+  EXPECT_NE(shimProcesses(d.stateDir()), old_shims);
+  // The workspace is the old one; /tmp, processes and env values are new.
+  RunResult look = sessionExec(d, id, {"sh", "-c", "cat /workspace/f; cat /tmp/t 2>/dev/null || echo no-tmp; echo $A; "
+                                                   "df -k /tmp | tail -1 | awk '{print $2}'"});
+  EXPECT_EQ(look.out, "kept\nno-tmp\nafter\n32768\n") << look.describe();
+  // The command that was running when the shim died is lost, not running forever.
+  const std::string n = bg.out.substr(0, bg.out.find('\n'));
+  EXPECT_EQ(d.curl("GET", "/v1/sessions/" + id + "/commands/" + n).json()["state"], "lost");
+  // A restart adopts the recovered session like any other.
+  d.kill9();
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  EXPECT_EQ(sessionExec(d, id, {"cat", "/workspace/f"}).out, "kept\n");
+  EXPECT_EQ(d.cli({"session", "recover", "0000000000000000"}).exit_code, 125);
+}
+
 TEST(DaemonWorkspacePersists, ControlAFileOnlyInTmpIsNotInTheWorkspace) {
   Daemon d;
   ASSERT_TRUE(d.start()) << d.stderrText();

@@ -153,6 +153,8 @@ else:
     call("POST", f"/v1/sessions/{sid}/resume")  # refused the same way
     seen.add(("post", "/v1/sessions/{id}/resume"))
 call("POST", f"/v1/sessions/{sid}/pause", raw=b"[1]")
+call("POST", f"/v1/sessions/{sid}/recover", {"env": ["A=b"]})  # 409: not lost
+call("POST", f"/v1/sessions/{sid}/recover", {"bogus": 1})
 call("DELETE", f"/v1/sessions/{sid}", {"keep": True})
 call("DELETE", f"/v1/sessions/{sid}", {"keep_workspace": True})
 call("DELETE", f"/v1/sessions/{sid}")
