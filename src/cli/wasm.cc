@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <climits>
-#include <memory>
 #include <cstdio>
+#include <memory>
 
 #include "cli/exec.h"
 #include "cli/exec_options.h"
@@ -150,7 +150,8 @@ int runMain(const WasmInvocation& inv) {
   for (const std::string& kv : inv.env) spec.argv.insert(spec.argv.end(), {"--env", kv});
   if (http && inv.http_ca) {
     struct stat st {};
-    if (::stat(inv.http_ca->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return fail("--ca " + *inv.http_ca + ": not a readable file", inv.json);
+    if (::stat(inv.http_ca->c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      return fail("--ca " + *inv.http_ca + ": not a regular file", inv.json);
     spec.ro_binds.push_back({*inv.http_ca, "/opt/corral-wasm/ca.pem"});
     spec.argv.insert(spec.argv.end(), {"--ca", "/opt/corral-wasm/ca.pem"});
   }
