@@ -15,7 +15,7 @@
 #define CORRAL_HTTP_EINVAL 28
 #define CORRAL_HTTP_EIO 29
 #define CORRAL_HTTP_EMFILE 33
-#define CORRAL_HTTP_ENOTSUP 58
+#define CORRAL_HTTP_ENOTSUP 58 /* https:// on a host without OpenSSL 3 */
 #define CORRAL_HTTP_ENOTCAPABLE 76 /* refused by the egress proxy (the response says why) */
 
 #define CORRAL_HTTP_IMPORT(name) __attribute__((import_module("corral_http"), import_name(#name)))

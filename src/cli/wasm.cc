@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <climits>
-#include <memory>
 #include <cstdio>
+#include <memory>
 
 #include "cli/exec.h"
 #include "cli/exec_options.h"
@@ -129,8 +129,9 @@ int runMain(const WasmInvocation& inv) {
   if (!pages) return fail(pages.error().message(), inv.json);
   const bool http = importsHttp(c->info);
   // A grant the guest cannot use is a mistake worth naming, as exec's --allow without a proxy.
-  if (!http && (!inv.allow.empty() || !inv.credentials.empty()))
-    return fail(std::string(inv.allow.empty() ? "--credential" : "--allow") + ": the module imports nothing from corral_http",
+  if (!http && (!inv.allow.empty() || !inv.credentials.empty() || inv.http_ca))
+    return fail(std::string(!inv.allow.empty() ? "--allow" : !inv.credentials.empty() ? "--credential" : "--ca") +
+                    ": the module imports nothing from corral_http",
                 inv.json);
 
   sandbox::SandboxSpec spec;
@@ -147,6 +148,13 @@ int runMain(const WasmInvocation& inv) {
     spec.argv.insert(spec.argv.end(), {d.read_only ? "--dir" : "--dir-rw", at, d.guest});
   }
   for (const std::string& kv : inv.env) spec.argv.insert(spec.argv.end(), {"--env", kv});
+  if (http && inv.http_ca) {
+    struct stat st {};
+    if (::stat(inv.http_ca->c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      return fail("--ca " + *inv.http_ca + ": not a regular file", inv.json);
+    spec.ro_binds.push_back({*inv.http_ca, "/opt/corral-wasm/ca.pem"});
+    spec.argv.insert(spec.argv.end(), {"--ca", "/opt/corral-wasm/ca.pem"});
+  }
   if (http) {
     spec.argv.insert(spec.argv.end(), {"--proxy", std::to_string(spec.proxy.port)});
     for (const net::LeaseSpec& l : inv.credentials) spec.argv.insert(spec.argv.end(), {"--lease", l.name, l.grant.text()});

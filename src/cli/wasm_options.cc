@@ -71,6 +71,7 @@ const char* wasmUsage() {
          "  --allow-internal CIDR  a granted name may resolve into this private range\n"
          "  --credential SPEC      NAME=ENVVAR@URL[;header=H;format=F]: a lease the proxy injects\n"
          "  --lease-ca FILE        CAs for lease upstreams (default: the system's)\n"
+         "  --ca FILE              CAs for the guest's own https:// requests (default: the system's)\n"
          "  --memory SIZE          the most linear memory the guest may have (default 256M)\n"
          "  --timeout D            SIGKILL the guest after D (exit 124)\n"
          "  --cache DIR            the compiled-module cache (docs/wasm.md)\n"
@@ -112,7 +113,7 @@ Result<WasmInvocation> parseWasmArgs(const std::vector<std::string>& args) {
     const bool known = opt == "--cache" || opt == "--compile-timeout" ||
                        (run && (opt == "--dir" || opt == "--env" || opt == "--memory" || opt == "--timeout" ||
                                 opt == "--allow" || opt == "--allow-internal" || opt == "--credential" ||
-                                opt == "--lease-ca"));
+                                opt == "--lease-ca" || opt == "--ca"));
     if (!known) return invalid("wasm " + args[0] + ": unknown option " + policy::printable(opt));
     if (!value) {
       if (i + 1 >= args.size()) return invalid(opt + ": needs a value");
@@ -143,6 +144,10 @@ Result<WasmInvocation> parseWasmArgs(const std::vector<std::string>& args) {
       if (inv.lease_ca) return invalid("--lease-ca: given twice");
       if (value->front() != '/') return invalid("--lease-ca: must be an absolute path");
       inv.lease_ca = *value;
+    } else if (opt == "--ca") {
+      if (inv.http_ca) return invalid("--ca: given twice");
+      if (value->front() != '/') return invalid("--ca: must be an absolute path");
+      inv.http_ca = *value;
     } else if (opt == "--env") {
       auto kv = policy::env::parseAssignment(*value);
       if (!kv) return kv.error().wrap("--env");

@@ -35,6 +35,7 @@ struct WasmInvocation {
   std::vector<policy::egress::Cidr> internal;
   std::vector<net::LeaseSpec> credentials;
   std::optional<std::string> lease_ca;
+  std::optional<std::string> http_ca;  // --ca: CAs for the guest's https:// requests without a lease
   uint64_t memory_bytes = 256ull << 20;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::chrono::milliseconds> compile_timeout;

@@ -79,6 +79,27 @@ TEST(WasmHttpGrants, NothingIsGrantedByDefault) {
   EXPECT_TRUE(refusedByProxy(r, up, 0, "no-grant")) << claim("wasm.http-grants", "a request with no grant was not refused");
 }
 
+// https:// without a lease: a CONNECT tunnel decided like any grant, with TLS spoken and the
+// certificate verified in the guest's process (the proxy sees only the tunnel).
+TEST(WasmHttpGrants, HttpsReachesOnlyTheGrantedOriginThroughAVerifiedTunnel) {
+  CORRAL_REQUIRE_WASM_GUEST(guest, "http_client.wasm");
+  EgressServers s;
+  REQUIRE_SERVERS(s);
+  RunResult ok = fetch({"--allow", s.httpsUrl(), "--ca", s.cafile()}, {s.httpsUrl() + "/tls"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+  EXPECT_EQ(ok.out, "upstream ok /tls") << ok.describe();
+  EXPECT_EQ(egressDecisions(ok), std::vector<std::string>{"allow"}) << ok.describe();
+  RunResult refused = fetch({"--ca", s.cafile()}, {s.httpsUrl() + "/tls"});
+  EXPECT_EQ(refused.exit_code, 3) << claim("wasm.http-grants", "an ungranted https origin was reached") << refused.describe();
+  EXPECT_TRUE(hasProxyRefusalLine(refused)) << refused.describe();
+  EXPECT_NE(refused.err.find("corral: egress denied: no-grant"), std::string::npos) << refused.describe();
+  // Verified: without the test CA the handshake fails (IO, 29) and no request is sent.
+  RunResult unverified = fetch({"--allow", s.httpsUrl()}, {s.httpsUrl() + "/tls"});
+  EXPECT_EQ(unverified.exit_code, 4) << unverified.describe();
+  EXPECT_NE(unverified.err.find("corral_http error 29"), std::string::npos) << unverified.describe();
+  EXPECT_EQ(s.count(true), 1);
+}
+
 TEST(WasmHttpGrants, AGrantToAModuleWithoutCorralHttpIsRefused) {
   CORRAL_REQUIRE_WASM_GUEST(guest, "json_transform.wasm");
   EXPECT_TRUE(wasmRefused(runWasm(grant("http://127.0.0.1:1"), guest, {}), "imports nothing from corral_http"));
@@ -193,6 +214,12 @@ TEST(WasmHttpLeaseNeverInside, ControlTheDumpShowsASecretPassedIn) {
                         t.withSecret());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.out.find(t.secret), std::string::npos) << "the dump would miss a secret in the guest's reach";
+}
+
+TEST(WasmHttpLeaseNeverInside, AnUnsetSecretRefusesTheRunWithoutRunningTheGuest) {
+  CORRAL_REQUIRE_WASM_GUEST(guest, "http_dump.wasm");
+  RunResult r = runWasm({"--credential", "api=CORRAL_TEST_UNSET_TOKEN@https://127.0.0.1:1"}, guest, {"https://127.0.0.1:1/", "api"});
+  EXPECT_TRUE(wasmRefused(r, "CORRAL_TEST_UNSET_TOKEN")) << r.describe();
 }
 
 TEST(WasmHttpLeaseNeverInside, ALeaseServesOnlyItsOwnOrigin) {

@@ -3,7 +3,7 @@
 // `corral wasm run` builds its argv; nothing here is a user interface.
 //
 //   corral-wasm-guest MODULE.so LIMIT_PAGES [--dir SANDBOX_PATH GUEST_PATH]... [--dir-rw SANDBOX_PATH GUEST_PATH]...
-//                     [--env K=V]... [--proxy PORT [--lease NAME ORIGIN]...] -- ARGV0 ARGS...
+//                     [--env K=V]... [--proxy PORT [--lease NAME ORIGIN]... [--ca FILE]] -- ARGV0 ARGS...
 //
 // The guest's environment comes from --env, never from this process's own (which the guest
 // must not see and which, through LD_*, would steer the loader of this very process).
@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
       const unsigned long port = std::strtoul(argv[++i], &end, 10);
       if (*end != '\0' || port == 0 || port > 65535) hostFailure("bad proxy port");
       corral::wasm::guest::httpConfig().proxy_port = static_cast<uint16_t>(port);
+    } else if (std::strcmp(argv[i], "--ca") == 0 && i + 1 < argc) {
+      corral::wasm::guest::httpConfig().ca_file = argv[++i];
     } else if (std::strcmp(argv[i], "--lease") == 0 && i + 2 < argc) {
       corral::wasm::guest::httpConfig().leases.push_back({argv[i + 1], argv[i + 2]});
       i += 2;

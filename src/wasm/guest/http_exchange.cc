@@ -100,7 +100,8 @@ std::string originOf(std::string_view scheme, std::string_view authority) {
 
 }  // namespace
 
-uint16_t requestHead(const HttpConfig& config, const HttpRequest& req, std::string* head) {
+uint16_t requestHead(const HttpConfig& config, const HttpRequest& req, std::string* head, std::string* tunnel,
+                     std::string* tls_host) {
   if (req.method.size() > 32 || !isToken(req.method)) return kInval;
   if (req.url.empty() || req.url.size() > 8192 || req.body_len < -1) return kInval;
   for (char c : req.url)
@@ -115,18 +116,27 @@ uint16_t requestHead(const HttpConfig& config, const HttpRequest& req, std::stri
   if (authority.empty() || authority.find('@') != std::string_view::npos) return kInval;
   std::string path = auth_end == std::string_view::npos ? "/" : std::string(rest.substr(auth_end));
   if (path.front() == '?') path.insert(0, "/");
+  if (tunnel) tunnel->clear();
 
-  if (req.lease.empty()) {
-    // https needs TLS inside this process, which v1 leaves to leases (the proxy's TLS client).
-    if (scheme != "http") return kNotsup;
-    *head = req.method + " http://" + std::string(authority) + path + " HTTP/1.1\r\nHost: " + std::string(authority) + "\r\n";
-  } else {
+  if (!req.lease.empty()) {
     const HttpLease* lease = nullptr;
     for (const HttpLease& l : config.leases)
       if (l.name == req.lease) lease = &l;
     if (!lease || originOf(scheme, authority) != lease->origin) return kNotcapable;
     *head = req.method + " /lease/" + lease->name + path + " HTTP/1.1\r\nHost: 127.0.0.1:" +
             std::to_string(config.proxy_port) + "\r\n";
+  } else if (scheme == "https") {
+    // Origin-form inside a tunnel to the authority (the proxy decides the CONNECT and checks
+    // that the TLS SNI names the same host).
+    const std::string origin = originOf(scheme, authority);
+    const std::string target = origin.substr(std::string("https://").size());
+    std::string host = target.substr(0, target.rfind(':'));
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (tunnel) *tunnel = target;
+    if (tls_host) *tls_host = host;
+    *head = req.method + " " + path + " HTTP/1.1\r\nHost: " + std::string(authority) + "\r\n";
+  } else {
+    *head = req.method + " http://" + std::string(authority) + path + " HTTP/1.1\r\nHost: " + std::string(authority) + "\r\n";
   }
   if (uint16_t e = appendGuestHeaders(req.headers, head); e != kOk) return e;
   // No framing header for an empty body: a request without one has none (RFC 9112 6.3), and
@@ -138,8 +148,8 @@ uint16_t requestHead(const HttpConfig& config, const HttpRequest& req, std::stri
 }
 
 uint16_t HttpExchange::open(const HttpConfig& config, const HttpRequest& req, std::unique_ptr<HttpExchange>* out) {
-  std::string head;
-  if (uint16_t e = requestHead(config, req, &head); e != kOk) return e;
+  std::string head, tunnel, tls_host;
+  if (uint16_t e = requestHead(config, req, &head, &tunnel, &tls_host); e != kOk) return e;
   if (config.proxy_port == 0) return kNotcapable;
   UniqueFd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return wasiErrno(errno);
@@ -154,14 +164,37 @@ uint16_t HttpExchange::open(const HttpConfig& config, const HttpRequest& req, st
   std::unique_ptr<HttpExchange> x(new HttpExchange(std::move(sock)));
   x->head_method_ = req.method == "HEAD";
   x->body_left_ = req.body_len;
-  if (uint16_t e = x->sendAll(head.data(), head.size()); e != kOk) return e;
+  if (!tunnel.empty())
+    if (uint16_t e = x->openTunnel(tunnel, tls_host, config.ca_file); e != kOk) return e;
+  if (!x->tunnel_refused_)
+    if (uint16_t e = x->sendAll(head.data(), head.size()); e != kOk) return e;
   *out = std::move(x);
   return kOk;
 }
 
+uint16_t HttpExchange::openTunnel(const std::string& target, const std::string& host, const std::string& ca_file) {
+  const std::string connect = "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n";
+  if (uint16_t e = sendAll(connect.data(), connect.size()); e != kOk) return e;
+  const size_t end = [this] {
+    size_t at;
+    while ((at = in_.find("\r\n\r\n")) == std::string::npos)
+      if (in_.size() > kMaxResponseHead || !fill()) return std::string::npos;
+    return at;
+  }();
+  if (end == std::string::npos) return kIo;
+  if (in_.compare(0, 9, "HTTP/1.1 ") != 0 && in_.compare(0, 9, "HTTP/1.0 ") != 0) return kIo;
+  if (in_.compare(9, 3, "200") != 0) {
+    tunnel_refused_ = true;  // in_ holds the refusal's head (and what came of its body)
+    return kOk;
+  }
+  if (in_.size() != end + 4) return kIo;  // nothing may precede the TLS server's first flight
+  in_.clear();
+  return TlsClient::connect(sock_.get(), host, ca_file, &tls_);
+}
+
 uint16_t HttpExchange::sendAll(const char* data, size_t len) {
   for (size_t done = 0; done < len;) {
-    const ssize_t n = ::send(sock_.get(), data + done, len - done, MSG_NOSIGNAL);
+    const ssize_t n = tls_ ? tls_->write(data + done, len - done) : ::send(sock_.get(), data + done, len - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return kIo;
     done += static_cast<size_t>(n);
@@ -175,8 +208,9 @@ uint16_t HttpExchange::writeBody(const uint8_t* data, size_t len) {
   if (body_left_ >= 0) {
     if (len > static_cast<uint64_t>(body_left_)) return kInval;
     body_left_ -= static_cast<int64_t>(len);
-    return sendAll(bytes, len);
+    return tunnel_refused_ ? uint16_t{kOk} : sendAll(bytes, len);
   }
+  if (tunnel_refused_) return kOk;  // nobody is listening: the response is the refusal
   if (len == 0) return kOk;  // an empty chunk would end the body
   char size[24];
   const int n = std::snprintf(size, sizeof size, "%zx\r\n", len);
@@ -189,8 +223,9 @@ bool HttpExchange::fill() {
   if (eof_) return false;
   char buf[65536];
   ssize_t n;
-  do n = ::read(sock_.get(), buf, sizeof buf);
-  while (n < 0 && errno == EINTR);
+  if (tls_) n = tls_->read(buf, sizeof buf);
+  else do n = ::read(sock_.get(), buf, sizeof buf);
+    while (n < 0 && errno == EINTR);
   if (n <= 0) {
     eof_ = true;
     return false;
@@ -201,7 +236,7 @@ bool HttpExchange::fill() {
 
 uint16_t HttpExchange::openResponse() {
   if (state_ != State::kRequest || body_left_ > 0) return kInval;
-  if (body_left_ < 0)
+  if (body_left_ < 0 && !tunnel_refused_)
     if (uint16_t e = sendAll("0\r\n\r\n", 5); e != kOk) return e;
   state_ = State::kResponse;
   for (;;) {

@@ -11,6 +11,7 @@
 
 #include "base/unique_fd.h"
 #include "wasm/guest/http_host.h"
+#include "wasm/guest/tls_client.h"
 
 namespace corral::wasm::guest {
 
@@ -22,9 +23,12 @@ struct HttpRequest {
   int64_t body_len = 0;  // bytes of body to come; -1: unknown (sent chunked)
 };
 
-// The request head to send, or an errno (INVAL for a malformed request, NOTSUP for https
-// without a lease, NOTCAPABLE for a lease this run does not have).
-uint16_t requestHead(const HttpConfig& config, const HttpRequest& req, std::string* head);
+// The request head to send, or an errno (INVAL for a malformed request, NOTCAPABLE for a
+// lease this run does not have). *tunnel: "" for a request the proxy forwards, or for an
+// https:// request without a lease the "host:port" to CONNECT to, inside which the head goes
+// over TLS to *tls_host.
+uint16_t requestHead(const HttpConfig& config, const HttpRequest& req, std::string* head, std::string* tunnel = nullptr,
+                     std::string* tls_host = nullptr);
 
 class HttpExchange {
  public:
@@ -48,6 +52,9 @@ class HttpExchange {
   enum class Chunk { kSize, kData, kDataEnd, kTrailers, kDone };
 
   explicit HttpExchange(UniqueFd sock) : sock_(std::move(sock)) {}
+  // CONNECT through the proxy, then TLS. A refused tunnel leaves the refusal in in_ and
+  // tunnel_refused_ set: the exchange goes on, and its response is that refusal.
+  uint16_t openTunnel(const std::string& target, const std::string& host, const std::string& ca_file);
   uint16_t sendAll(const char* data, size_t len);
   bool fill();  // more bytes into in_; false at end of stream or on error
   uint16_t readLine(std::string* line);  // one CRLF line of at most 4 KiB from in_
@@ -55,6 +62,8 @@ class HttpExchange {
   uint16_t readChunked(uint8_t* data, size_t len, size_t* got);
 
   UniqueFd sock_;
+  std::unique_ptr<TlsClient> tls_;  // https:// without a lease: the session inside the tunnel
+  bool tunnel_refused_ = false;
   State state_ = State::kRequest;
   bool head_method_ = false;
   int64_t body_left_ = 0;  // declared body bytes still to write; -1: chunked

@@ -58,10 +58,17 @@ TEST(WasmHttpRequestHead, MalformedOrHostOwnedPartsAreInval) {
   }
 }
 
-TEST(WasmHttpRequestHead, HttpsWithoutALeaseIsNotSupported) {
-  uint16_t e = 0;
-  head({"GET", "https://h/", "", "", 0}, &e);
-  EXPECT_EQ(e, kNotsup);
+TEST(WasmHttpRequestHead, HttpsWithoutALeaseGoesInATunnelToItsAuthority) {
+  std::string h, tunnel, host;
+  ASSERT_EQ(requestHead(config(), {"GET", "https://Example.com/x", "", "", 0}, &h, &tunnel, &host), kOk);
+  EXPECT_EQ(h, "GET /x HTTP/1.1\r\nHost: Example.com\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(tunnel, "example.com:443");
+  EXPECT_EQ(host, "example.com");
+  ASSERT_EQ(requestHead(config(), {"GET", "https://[::1]:8443", "", "", 0}, &h, &tunnel, &host), kOk);
+  EXPECT_EQ(tunnel, "[::1]:8443");
+  EXPECT_EQ(host, "::1");
+  ASSERT_EQ(requestHead(config(), {"GET", "http://h/", "", "", 0}, &h, &tunnel, &host), kOk);
+  EXPECT_EQ(tunnel, "") << "plain http is forwarded, not tunnelled";
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ struct HttpLease {
 struct HttpConfig {
   uint16_t proxy_port = 0;  // where the sandbox's init accepts proxy connections; 0: no proxy
   std::vector<HttpLease> leases;
+  std::string ca_file;  // CAs for https:// without a lease; "": the system's
 };
 
 HttpConfig& httpConfig();
