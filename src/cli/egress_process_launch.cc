@@ -107,7 +107,9 @@ std::string describeStatus(int status) {
 
 class EgressProcess final : public ExecEgress {
  public:
-  explicit EgressProcess(bool with_leases) : with_leases_(with_leases) {}
+  // wait_ready: the proxy may refuse what the launcher cannot check (a lease's secret, the
+  // parent proxy's credential variable or name), so the command waits for its "ready".
+  EgressProcess(bool with_leases, bool wait_ready) : with_leases_(with_leases), wait_ready_(wait_ready) {}
   ~EgressProcess() override {
     // Only on a path that never stopped it (stop() reaps it): it must not outlive the run.
     if (pid_ > 0) {
@@ -209,7 +211,7 @@ class EgressProcess final : public ExecEgress {
     // not a program for this machine) refuses the run here, named, with nothing run. Its exec
     // is long done by the time the sandbox is built, so this read does not wait in practice.
     if (auto exec = execResult(); !exec) return fail(exec.error());
-    if (with_leases_) {
+    if (wait_ready_) {
       // A lease's variable, its value or the CA bundle may be refused: the command waits for
       // the proxy's answer (the proxy reads its secrets before it answers).
       if (auto line = readReadyLine(signals, kProxyWaitMs); !line) return fail(line.error());
@@ -386,6 +388,7 @@ class EgressProcess final : public ExecEgress {
   }
 
   const bool with_leases_;
+  const bool wait_ready_;
   std::vector<std::string> words_;  // the child's argv, kept until it has exec'd
   std::vector<char*> argv_;
   ChildArgs child_{};
@@ -405,7 +408,7 @@ class EgressProcess final : public ExecEgress {
 }  // namespace
 
 Result<std::unique_ptr<ExecEgress>> startEgressProcess(ExecInvocation& inv, const std::vector<std::string>& exec_args) {
-  auto egress = std::make_unique<EgressProcess>(!inv.credentials.empty());
+  auto egress = std::make_unique<EgressProcess>(!inv.credentials.empty(), !inv.credentials.empty() || inv.upstream_proxy);
   RETURN_IF_ERROR(egress->start(inv, exec_args));
   return std::unique_ptr<ExecEgress>(std::move(egress));
 }

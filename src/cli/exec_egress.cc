@@ -3,6 +3,7 @@
 // own exec, and in the proxy process the launcher starts, cli/egress_process.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "cli/exec_options.h"
 #include "net/lease_table.h"
 #include "net/sandbox_egress.h"
+#include "net/upstream_proxy.h"
 
 namespace corral::cli {
 namespace {
@@ -33,6 +35,22 @@ std::string runTag() {
 constexpr size_t kMaxEventsPerKind = 20'000;
 constexpr size_t kMaxEventBytesPerKind = size_t{16} * 1024 * 1024;
 
+// The parent proxy from --upstream-proxy and --upstream-proxy-auth, read from corral's own
+// environment (the host side): nothing of it is in the sandbox's.
+Result<std::shared_ptr<net::UpstreamProxy>> upstreamProxy(const ExecInvocation& inv) {
+  auto parent = *inv.upstream_proxy == "env" ? net::upstreamFromEnvironment(net::processEnvironment)
+                                             : net::parseUpstreamProxy(*inv.upstream_proxy);
+  if (!parent) return parent.error();
+  if (inv.upstream_proxy_auth) {
+    std::optional<std::string> value = net::processEnvironment(*inv.upstream_proxy_auth);
+    if (!value || value->empty())
+      return Error(Errc::kInvalidArgument, "--upstream-proxy-auth: variable " + *inv.upstream_proxy_auth + " is not set");
+    parent->authorization = std::make_unique<Secret>(net::basicAuthorization(*value));
+    std::fill(value->begin(), value->end(), '\0');
+  }
+  return std::make_shared<net::UpstreamProxy>(std::move(*parent));
+}
+
 // Events arrive on the proxy thread.
 class ProxyEgress final : public ExecEgress {
  public:
@@ -51,6 +69,9 @@ class ProxyEgress final : public ExecEgress {
       std::lock_guard lock(mu_);
       record(egress_, net::eventJson(e));
     };
+    if (inv.upstream_proxy) {
+      ASSIGN_OR_RETURN(config.upstream, upstreamProxy(inv));
+    }
     config.leases = inv.credentials;
     if (inv.lease_ca) config.tls.ca_bundle_path = *inv.lease_ca;
     config.env_lookup = net::processEnvironment;

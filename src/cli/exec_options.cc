@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "net/upstream_proxy.h"
 #include "policy/env_policy.h"
 #include "policy/manifest_fields.h"
 #include "policy/path_policy.h"
@@ -89,6 +90,25 @@ Result<void> onAllowInternal(State& s, std::string_view opt, std::string_view v)
   if (std::find(internal.begin(), internal.end(), *cidr) != internal.end())
     return invalid(std::string(opt) + " " + cidr->text() + ": given twice");
   internal.push_back(*cidr);
+  return {};
+}
+
+// The URL may hold the parent's password: errors name the rule only (parseUpstreamProxy).
+Result<void> onUpstreamProxy(State& s, std::string_view opt, std::string_view v) {
+  if (v != "env") {
+    auto parent = net::parseUpstreamProxy(v);
+    if (!parent) return invalid(std::string(opt) + ": " + parent.error().message());
+  }
+  s.inv.upstream_proxy = std::string(v);
+  return {};
+}
+
+// A variable name, never its value.
+Result<void> onUpstreamProxyAuth(State& s, std::string_view opt, std::string_view v) {
+  bool ok = !v.empty() && v.size() <= 128 && !(v[0] >= '0' && v[0] <= '9');
+  for (char c : v) ok = ok && ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+  if (!ok) return invalid(std::string(opt) + ": expected an environment variable name [A-Z_][A-Z0-9_]* holding user:password");
+  s.inv.upstream_proxy_auth = std::string(v);
   return {};
 }
 
@@ -264,7 +284,7 @@ struct Option {
   Handler handle;
 };
 
-constexpr std::array<Option, 27> kOptions = {{
+constexpr std::array<Option, 29> kOptions = {{
     {"--workspace", true, false, onWorkspace},
     {"--output", true, true, onOutput},
     {"--net", true, false, onNet},
@@ -272,6 +292,8 @@ constexpr std::array<Option, 27> kOptions = {{
     {"--allow-internal", true, true, onAllowInternal},
     {"--credential", true, true, onCredential},
     {"--lease-ca", true, false, onLeaseCa},
+    {"--upstream-proxy", true, false, onUpstreamProxy},
+    {"--upstream-proxy-auth", true, false, onUpstreamProxyAuth},
     {"--env", true, true, onEnv},
     {"--memory", true, false, onMemory},
     {"--pids", true, false, onPids},
@@ -317,7 +339,9 @@ Result<void> checkNetwork(const State& s) {
     if (!s.inv.allow.empty()) return invalid("--allow needs --net proxy");
     if (!s.inv.credentials.empty()) return invalid("--credential needs --net proxy");
     if (!s.inv.internal.empty()) return invalid("--allow-internal needs --net proxy");
+    if (s.inv.upstream_proxy) return invalid("--upstream-proxy needs --net proxy");
   }
+  if (s.inv.upstream_proxy_auth && !s.inv.upstream_proxy) return invalid("--upstream-proxy-auth needs --upstream-proxy");
   // A CIDR opens nothing by itself: it only widens where granted names may resolve.
   if (!s.inv.internal.empty() && s.inv.allow.empty()) return invalid("--allow-internal needs an --allow grant by name");
   if (s.inv.lease_ca && s.inv.credentials.empty()) return invalid("--lease-ca needs --credential");
@@ -396,6 +420,8 @@ std::string execUsage() {
   u += "  --net none|proxy         none: loopback only (default); proxy: HTTP(S) and SOCKS5 via corral's proxy\n";
   u += "  --allow URL              with --net proxy: grant http|https|tcp://host[:port] or *.domain (repeatable)\n";
   u += "  --allow-internal CIDR    granted names may resolve into this private range (repeatable)\n";
+  u += "  --upstream-proxy URL|env send allowed traffic through a parent proxy (env: HTTPS_PROXY, NO_PROXY)\n";
+  u += "  --upstream-proxy-auth VAR the parent's user:password, from corral's environment variable VAR\n";
   u += "  --credential SPEC        with --net proxy: NAME=ENVVAR@URL[;header=H;format=F] lease (repeatable)\n";
   u += "  --lease-ca FILE          PEM CAs trusted toward lease upstreams (default: the system store)\n";
   u += "  --env K=V                set a variable; nothing else passes from here (repeatable)\n";

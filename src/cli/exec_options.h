@@ -26,6 +26,11 @@ struct ExecInvocation {
   std::vector<policy::egress::Cidr> internal;  // --allow-internal CIDR (needs --net proxy and an --allow)
   std::vector<net::LeaseSpec> credentials;   // --credential (needs --net proxy)
   std::optional<std::string> lease_ca;       // --lease-ca FILE: CAs for lease upstreams (default: system)
+  // --upstream-proxy URL|env: the parent proxy (net/upstream_proxy.h), checked for syntax
+  // here and read again by the proxy; --upstream-proxy-auth VAR: its user:password, from
+  // corral's environment variable VAR.
+  std::optional<std::string> upstream_proxy;
+  std::optional<std::string> upstream_proxy_auth;
   bool backend_vm = false;                   // --backend vm: a QEMU microVM (vm/vm_backend.h); ns: the default
   vm::VmOptions vm;                          // --vm-memory, --vm-cpus, --vm-kernel, --allow-weaker kvm
   bool vm_options_given = false;             // any --vm-* or --allow-weaker kvm: needs --backend vm

@@ -18,24 +18,32 @@ constexpr char kAccessDeniedAlert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31}
 
 }  // namespace
 
-void Connection::handleConnect() {
-  const RequestHead& h = parser_.head();
-  ev_.kind = "connect";
-  ev_.requested = requestedText(h.target);
-  eg::RequestDecision rd = eg::decideConnect(policy_->grants, h.target);
+bool Connection::decideTunnel(std::string_view authority) {
+  ev_.requested = requestedText(authority);
+  eg::RequestDecision rd = eg::decideConnect(policy_->grants, authority);
   if (!rd.decision.allowed()) {
     refuse({statusForRule(rd.decision.rule), std::string(eg::ruleId(rd.decision.rule)), rd.decision.reason});
-    return;
+    return false;
   }
   dest_ = std::move(*rd.destination);
   ev_.destination = eg::authorityText(dest_->host) + ":" + std::to_string(dest_->port);
+  return true;
+}
+
+void Connection::armClientHelloTimer() {
+  armTimer(server_.options.header_timeout, [this] {
+    refuseInTunnel("header-timeout", "no TLS ClientHello within " + std::to_string(server_.options.header_timeout.count()) + " ms");
+  });
+}
+
+void Connection::handleConnect() {
+  ev_.kind = "connect";
+  if (!decideTunnel(parser_.head().target)) return;
   resolveAndDial([this] {
     static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
     inbuf_.erase(0, parser_.head().head_size);  // bytes the client sent early belong to the tunnel
     ev_.status = 200;
-    armTimer(server_.options.header_timeout, [this] {
-      refuseInTunnel("header-timeout", "no TLS ClientHello within " + std::to_string(server_.options.header_timeout.count()) + " ms");
-    });
+    armClientHelloTimer();
     asio::async_write(client_, asio::buffer(kEstablished), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
       self->ev_.bytes_down += n;
       if (self->finished_) return;

@@ -20,6 +20,7 @@
 #include "net/placeholder.h"
 #include "net/proxy_server.h"
 #include "net/response_rewriter.h"
+#include "net/upstream_proxy.h"
 #include "policy/egress_decide.h"
 
 namespace corral::net {
@@ -89,6 +90,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string forwardHead() const;
   // proxy_connect.cc
   void handleConnect();
+  // CONNECT and SOCKS5: records and decides the authority; false when refused (answered).
+  bool decideTunnel(std::string_view authority);
+  void armClientHelloTimer();  // header_timeout for a tunnel's first TLS flight
   void readClientHello();
   void checkClientHello();
   void refuseInTunnel(const std::string& rule, const std::string& reason);
@@ -115,6 +119,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void resolveAndDial(std::function<void()> connected);
   void dial(const policy::egress::DialTarget& target, std::function<void()> connected);
   void vetAndDial(const std::vector<policy::egress::IpAddress>& answer, std::function<void()> connected);
+  // proxy_upstream.cc: a tunnel through the parent proxy: CONNECT <vetted address>, read its
+  // head one byte at a time (no byte of the tunnel is read with it), then `connected`.
+  void parentConnect(const policy::egress::DialTarget& target, std::function<void()> connected);
+  void readParentHead(std::function<void()> connected);
+  std::string parentAuthorizationLine() const;  // "Proxy-Authorization: ...\r\n" or ""
   // proxy_relay.cc
   void relayDown();  // upstream -> client until EOF
   void relayUp();    // client -> upstream until EOF (tunnels)
@@ -153,6 +162,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool down_busy_ = false;   // a write to the client is in flight
   bool got_bytes_ = false;  // the client sent at least one byte
   bool socks_ = false;      // the client speaks SOCKS5: refusals are SOCKS replies
+  bool via_parent_ = false;  // upstream_ is the parent proxy (--upstream-proxy)
+  std::string parent_head_;  // the parent's answer to our CONNECT, as it arrives
   bool socks_greeted_ = false;  // the method selection is done; the request comes next
   bool finished_ = false;
   uint64_t timer_gen_ = 0;  // a timer handler runs only if no re-arm happened since

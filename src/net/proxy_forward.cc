@@ -61,7 +61,11 @@ void Connection::handleForward() {
 std::string Connection::forwardHead() const {
   const RequestHead& h = parser_.head();
   const std::set<std::string> listed = connectionListed(h.headers);  // hop-by-hop for this request
-  std::string out = h.method + " " + dest_->origin_form + " HTTP/1." + std::to_string(h.minor_version) + "\r\n";
+  // Through a parent: absolute-form toward the vetted address (the name corral resolved and
+  // checked is not resolved again by the parent), and the parent's credential, host-side.
+  const std::string target = via_parent_ ? "http://" + ev_.resolved + dest_->origin_form : dest_->origin_form;
+  std::string out = h.method + " " + target + " HTTP/1." + std::to_string(h.minor_version) + "\r\n";
+  if (via_parent_) out += parentAuthorizationLine();
   // The Host sent is the canonical destination, never the client's spelling of it.
   out += "Host: " + eg::authorityText(dest_->host);
   if (dest_->port != 80) out += ":" + std::to_string(dest_->port);
@@ -127,7 +131,7 @@ void Connection::sendForwardHead() {
   armIdle();
   asio::async_write(upstream_, asio::buffer(*out), [self = shared_from_this(), out](boost::system::error_code ec, size_t n) {
     self->ev_.bytes_up += n;
-    if (!self->substituted_.empty()) {  // the head held a secret
+    if (!self->substituted_.empty() || self->via_parent_) {  // the head held a secret
       volatile char* p = out->data();
       for (size_t i = 0; i < out->size(); ++i) p[i] = 0;
       for (const std::string& l : self->ph_used_) (void)self->policy_->leases->chargeBytes(l, n);

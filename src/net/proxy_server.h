@@ -28,6 +28,7 @@ struct ConnectionEvent {
   std::string destination;  // canonical host:port decided, "" when refused before that
   std::string resolved;     // ip:port dialled ("[::1]:443"), "" when none
   std::string internal;     // the --allow-internal CIDR that admitted `resolved`, "" when none
+  std::string parent;       // the parent proxy (host:port) it went through, "" when dialled directly
   std::string decision;     // "allow" or "refuse"
   std::string rule;         // "allowed" or the refusal's rule id (X-Corral-Denied)
   int status = 0;           // HTTP status sent or relayed (200 for an opened tunnel)
@@ -65,6 +66,7 @@ struct LeaseEvent {
 };
 
 class LeaseBroker;
+struct UpstreamProxy;
 
 struct ClientPolicy {
   std::string tag;
@@ -77,6 +79,10 @@ struct ClientPolicy {
   // `http://<self_authority>/lease/...` (what clients with HTTP_PROXY send) is a lease
   // request, and so is the same port spelled `localhost:<port>`. "" accepts origin-form only.
   std::string self_authority;
+  // --upstream-proxy: allowed requests and tunnels go through this parent (after corral's
+  // decision, to the vetted address), unless its NO_PROXY exempts the destination. Null:
+  // dialled directly. Broker-mode lease requests always dial directly.
+  std::shared_ptr<const UpstreamProxy> upstream;
 };
 
 using Resolver = std::function<Result<std::vector<policy::egress::IpAddress>>(const std::string& host)>;

@@ -86,22 +86,11 @@ void Connection::onSocksRequest() {
     return;
   }
   ev_.method = socks5::commandName(req.command);
-  ev_.requested = requestedText(req.authority);
   inbuf_.erase(0, req.size);  // bytes sent early belong to the tunnel
-  eg::RequestDecision rd = eg::decideConnect(policy_->grants, req.authority);
-  if (!rd.decision.allowed()) {
-    refuse({statusForRule(rd.decision.rule), std::string(eg::ruleId(rd.decision.rule)), rd.decision.reason});
-    return;
-  }
-  dest_ = std::move(*rd.destination);
-  ev_.destination = eg::authorityText(dest_->host) + ":" + std::to_string(dest_->port);
+  if (!decideTunnel(req.authority)) return;
   resolveAndDial([this] {
     ev_.status = 200;
-    if (dest_->scheme == eg::Scheme::kHttps) {
-      armTimer(server_.options.header_timeout, [this] {
-        refuseInTunnel("header-timeout", "no TLS ClientHello within " + std::to_string(server_.options.header_timeout.count()) + " ms");
-      });
-    }
+    if (dest_->scheme == eg::Scheme::kHttps) armClientHelloTimer();
     sendSocks(socks5::reply(socks5::Reply::kSucceeded), [this] {
       if (dest_->scheme == eg::Scheme::kTcp) {
         openTunnel();

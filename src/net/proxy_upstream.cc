@@ -84,16 +84,94 @@ void Connection::vetAndDial(const std::vector<eg::IpAddress>& answer, std::funct
 void Connection::dial(const eg::DialTarget& target, std::function<void()> connected) {
   ev_.resolved = dialText(target);
   asio::ip::tcp::endpoint ep(toAsio(target.address), target.port);
-  upstream_.async_connect(ep, [self = shared_from_this(), connected = std::move(connected)](boost::system::error_code ec) {
+  // Corral has decided and pinned the address; the parent only carries the connection there.
+  const UpstreamProxy* parent = policy_->upstream.get();
+  if (parent != nullptr && !parent->addresses.empty() && !parent->bypasses(dest_->host)) {
+    via_parent_ = true;
+    ev_.parent = parent->text();
+    ep = asio::ip::tcp::endpoint(toAsio(parent->addresses.front()), parent->port);
+  }
+  upstream_.async_connect(ep, [self = shared_from_this(), target, connected = std::move(connected)](boost::system::error_code ec) {
     if (self->finished_) return;
     if (ec) {
-      self->refuse({502, "upstream-unreachable", self->ev_.destination + " at " + self->ev_.resolved + ": " + ec.message()});
+      const std::string where = self->via_parent_ ? "the upstream proxy " + self->ev_.parent : self->ev_.resolved;
+      self->refuse({502, "upstream-unreachable", self->ev_.destination + " at " + where + ": " + ec.message()});
+      return;
+    }
+    boost::system::error_code ignored;
+    self->upstream_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    // A forward request goes to the parent in absolute-form (forwardHead); a tunnel first
+    // needs the parent's own tunnel, still under connect_timeout.
+    if (self->via_parent_ && self->ev_.kind != "forward") {
+      self->parentConnect(target, std::move(connected));
       return;
     }
     ++self->timer_gen_;
     self->timer_.cancel();
-    boost::system::error_code ignored;
-    self->upstream_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    connected();
+  });
+}
+
+}  // namespace corral::net
+
+namespace corral::net {
+
+std::string Connection::parentAuthorizationLine() const {
+  const UpstreamProxy* parent = policy_->upstream.get();
+  if (parent == nullptr || !parent->authorization) return "";
+  return "Proxy-Authorization: " + std::string(parent->authorization->revealForInjection()) + "\r\n";
+}
+
+void Connection::parentConnect(const eg::DialTarget& target, std::function<void()> connected) {
+  const std::string authority = dialText(target);
+  // The request holds the parent's credential: wiped once written, never logged.
+  auto request = std::make_shared<std::string>("CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n" +
+                                               parentAuthorizationLine() + "\r\n");
+  asio::async_write(upstream_, asio::buffer(*request), [self = shared_from_this(), request, connected = std::move(connected)](
+                                                           boost::system::error_code ec, size_t) mutable {
+    std::fill(request->begin(), request->end(), '\0');
+    if (self->finished_) return;
+    if (ec) {
+      self->refuse({502, "upstream-proxy-refused", self->ev_.destination + ": the upstream proxy " + self->ev_.parent +
+                                                       " closed: " + ec.message()});
+      return;
+    }
+    self->readParentHead(std::move(connected));
+  });
+}
+
+// One byte per read: the parent's head is short, and a byte past it (an SSH server's banner,
+// sent as soon as the parent connects) belongs to the tunnel, not to us.
+void Connection::readParentHead(std::function<void()> connected) {
+  constexpr size_t kMaxParentHead = 8192;
+  parent_head_.resize(parent_head_.size() + 1);
+  asio::async_read(upstream_, asio::buffer(&parent_head_.back(), 1), [self = shared_from_this(), connected = std::move(connected)](
+                                                                          boost::system::error_code ec, size_t) mutable {
+    if (self->finished_) return;
+    const std::string& head = self->parent_head_;
+    const std::string who = self->ev_.destination + ": the upstream proxy " + self->ev_.parent;
+    if (ec) {
+      self->refuse({502, "upstream-proxy-refused", who + " closed without an answer"});
+      return;
+    }
+    if (!head.ends_with("\r\n\r\n")) {
+      if (head.size() >= kMaxParentHead) {
+        self->refuse({502, "upstream-proxy-refused", who + " sent a head over 8 KiB"});
+        return;
+      }
+      self->readParentHead(std::move(connected));
+      return;
+    }
+    // "HTTP/1.x 200 ...": only the status is looked at, and only it is reported.
+    const bool ok = head.size() >= 12 && head.starts_with("HTTP/1.") && head.substr(8, 5) == " 200 ";
+    if (!ok) {
+      const std::string status = head.size() >= 12 && head.starts_with("HTTP/1.") ? head.substr(9, 3) : "no status";
+      self->refuse({502, "upstream-proxy-refused", who + " answered " + printable(status, 3)});
+      return;
+    }
+    self->parent_head_ = std::string();
+    ++self->timer_gen_;
+    self->timer_.cancel();
     connected();
   });
 }

@@ -2,7 +2,12 @@
 // One proxy per run; each sandbox gets its own SOCK_SEQPACKET channel to it.
 #include "net/sandbox_egress.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+
+#include <array>
+#include <cstring>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +15,37 @@
 #include "net/lease_broker.h"
 
 namespace corral::net {
+namespace {
+
+// The parent's name is resolved once, at start, by the host's resolver: a parent that cannot
+// be found refuses the run before anything runs, rather than every request later.
+Result<void> resolveParent(UpstreamProxy& parent) {
+  namespace eg = policy::egress;
+  if (parent.host.kind != eg::HostKind::kName) {
+    parent.addresses = {parent.host.ip};
+    return {};
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(parent.host.text.c_str(), nullptr, &hints, &res); rc != 0)
+    return Error(Errc::kInvalidArgument, "upstream proxy " + parent.text() + ": " + ::gai_strerror(rc));
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* b = reinterpret_cast<const uint8_t*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr);
+      parent.addresses.push_back(eg::ipv4(b[0], b[1], b[2], b[3]));
+    } else if (a->ai_family == AF_INET6) {
+      std::array<uint8_t, 16> bytes{};
+      std::memcpy(bytes.data(), &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, 16);
+      parent.addresses.push_back(eg::ipv6(bytes));
+    }
+  }
+  ::freeaddrinfo(res);
+  if (parent.addresses.empty()) return Error(Errc::kInvalidArgument, "upstream proxy " + parent.text() + ": no address");
+  return {};
+}
+
+}  // namespace
 
 Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config) {
   auto policy = std::make_shared<ClientPolicy>();
@@ -17,6 +53,10 @@ Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config)
   policy->grants = config.grants;
   policy->internal = config.internal;
   policy->self_authority = "127.0.0.1:" + std::to_string(config.sandbox_port);
+  if (config.upstream) {
+    RETURN_IF_ERROR(resolveParent(*config.upstream));
+    policy->upstream = config.upstream;
+  }
   // Secrets are loaded before the proxy starts: a missing variable refuses the run.
   if (!config.leases.empty()) {
     ASSIGN_OR_RETURN(policy->leases, LeaseBroker::create(config.leases, config.env_lookup, config.tls, config.placeholder_random));
@@ -65,6 +105,7 @@ nlohmann::ordered_json eventJson(const ConnectionEvent& e) {
           {"suspects", e.suspects}};
   // Only when a CIDR admitted the address: records without one keep their earlier shape.
   if (!e.internal.empty()) j["internal"] = e.internal;
+  if (!e.parent.empty()) j["upstream_proxy"] = e.parent;
   return j;
 }
 

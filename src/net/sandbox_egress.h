@@ -17,6 +17,7 @@
 #include "net/lease_table.h"
 #include "net/proxy_server.h"
 #include "net/tls_upstream.h"
+#include "net/upstream_proxy.h"
 #include "policy/egress_grant.h"
 
 namespace corral::net {
@@ -25,6 +26,8 @@ struct EgressConfig {
   std::string tag;                                      // run id: every event carries it
   std::vector<policy::egress::Grant> grants;            // empty: every request is refused
   std::vector<policy::egress::Cidr> internal;           // --allow-internal (egress_internal.h)
+  // --upstream-proxy (upstream_proxy.h); start() resolves its name once. Null: none.
+  std::shared_ptr<UpstreamProxy> upstream;
   uint16_t sandbox_port = 3128;                         // where init listens inside the sandbox
   std::function<void(const ConnectionEvent&)> on_event; // on the proxy thread
   // Credential leases (docs/credential-leases.md): each secret is read through env_lookup
