@@ -191,7 +191,9 @@ LeaseOutcome runLeaseExchange(const LeaseCall& call, LeaseJob& job) {
     ChunkedDecoder chunked;
     uint64_t left = h.content_length;
     std::string_view pending = call.body_prefix;
-    bool done = false;
+    // Content-Length: 0 has no body to wait for: reading first would block until the idle
+    // timeout on a client that, rightly, sends nothing more.
+    bool done = h.framing == Framing::kContentLength && left == 0;
     while (!done) {
       if (pending.empty()) {
         auto n = recvSome(cfd, {buf.get(), kBuffer}, call.idle_timeout, "client read");

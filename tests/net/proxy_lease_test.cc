@@ -254,6 +254,19 @@ TEST_F(ProxyLease, BrokerPostStreamsContentLengthAndChunkedBodies) {
   EXPECT_NE(out.find("auth=secret n=1 ae=identity path=/upload method=POST got=300000 sha=" + sha), std::string::npos);
 }
 
+// An empty body (Content-Length: 0) is a complete request: it is sent at once, not after
+// the proxy's idle timeout (curl gives up after 20 s, long before it). The control is the
+// same POST with one byte.
+TEST_F(ProxyLease, BrokerPostWithAnEmptyBodyIsAnsweredAtOnce) {
+  uint16_t p = startProxy({kApi});
+  std::string out = curl("--data-binary x " + direct(p, "/lease/api/upload"));
+  EXPECT_NE(out.find("method=POST got=1 "), std::string::npos) << "control: " << out.substr(0, 400);
+  out = curl("-H 'Content-Length: 0' -X POST " + direct(p, "/lease/api/upload"));
+  EXPECT_NE(out.find("method=POST got=0 "), std::string::npos) << out.substr(0, 400);
+  out = curl("--data-binary '' " + direct(p, "/lease/api/upload"));
+  EXPECT_NE(out.find("method=POST got=0 "), std::string::npos) << out.substr(0, 400);
+}
+
 TEST_F(ProxyLease, ClientSuppliedLeaseHeaderIsReplacedNotForwarded) {
   uint16_t p = startProxy({kApi});
   std::string out = curl("-H 'Authorization: Bearer forged' -H 'authorization: second' " + direct(p, "/lease/api/h"));
