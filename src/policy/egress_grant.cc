@@ -177,8 +177,9 @@ std::vector<std::string> proxyEnvironment(uint16_t port) {
       const std::string p = std::to_string(port);
       // nonProxyHosts empty: the JVM's default exempts localhost and 127.*, and there is
       // nothing to reach directly (the sandbox has loopback only; granted literals go through).
-      value = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p + " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p +
-              " -Dhttp.nonProxyHosts=";
+      value = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p;
+      value += " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p;
+      value += " -Dhttp.nonProxyHosts=";
     }
     env.push_back(std::string(name) + "=" + value);
   }
