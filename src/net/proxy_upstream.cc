@@ -91,7 +91,7 @@ void Connection::dial(const eg::DialTarget& target, std::function<void()> connec
     ev_.parent = parent->text();
     ep = asio::ip::tcp::endpoint(toAsio(parent->addresses.front()), parent->port);
   }
-  upstream_.async_connect(ep, [self = shared_from_this(), target, connected = std::move(connected)](boost::system::error_code ec) {
+  upstream_.async_connect(ep, [self = shared_from_this(), target, connected = std::move(connected)](boost::system::error_code ec) mutable {
     if (self->finished_) return;
     if (ec) {
       const std::string where = self->via_parent_ ? "the upstream proxy " + self->ev_.parent : self->ev_.resolved;

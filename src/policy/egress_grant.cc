@@ -171,6 +171,16 @@ std::vector<std::string> proxyEnvironment(uint16_t port) {
     // The same port speaks SOCKS5, for clients that reach non-HTTP protocols through
     // ALL_PROXY; socks5h: the client sends the name, which the proxy resolves on the host.
     if (name == "ALL_PROXY" || name == "all_proxy") value = "socks5h://" + where;
+    // The JVM reads no proxy variable, only its own system properties; every JVM started in
+    // the sandbox picks these up (and says so on stderr: "Picked up JAVA_TOOL_OPTIONS").
+    if (name == "JAVA_TOOL_OPTIONS") {
+      const std::string p = std::to_string(port);
+      // nonProxyHosts empty: the JVM's default exempts localhost and 127.*, and there is
+      // nothing to reach directly (the sandbox has loopback only; granted literals go through).
+      value = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p;
+      value += " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p;
+      value += " -Dhttp.nonProxyHosts=";
+    }
     env.push_back(std::string(name) + "=" + value);
   }
   return env;

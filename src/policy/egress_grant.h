@@ -41,12 +41,15 @@ Result<Grant> parseGrant(std::string_view text);
 Result<Grant> parseGrantReasonOnly(std::string_view text);
 
 // The variables that point a sandbox's clients at corral's egress proxy (set by corral,
-// never by the caller): HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY, in both cases.
+// never by the caller): HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY, in both cases, and
+// JAVA_TOOL_OPTIONS (the JVM ignores the others; JVM options go in JDK_JAVA_OPTIONS instead).
 inline constexpr std::string_view kProxyEnvironmentNames[] = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
-                                                              "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy"};
+                                                              "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy",
+                                                              "JAVA_TOOL_OPTIONS"};
 // Each of those set for a proxy listening on 127.0.0.1:port inside the sandbox:
 // HTTP(S)_PROXY "http://127.0.0.1:port", ALL_PROXY "socks5h://127.0.0.1:port" (the same
-// port speaks SOCKS5), and NO_PROXY/no_proxy empty (nothing is exempt).
+// port speaks SOCKS5), NO_PROXY/no_proxy empty (nothing is exempt), and JAVA_TOOL_OPTIONS
+// with the JVM's http(s).proxyHost/proxyPort properties.
 std::vector<std::string> proxyEnvironment(uint16_t port);
 
 // Every grant, or the first error prefixed with its position ("grant 2: ...").

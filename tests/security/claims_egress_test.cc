@@ -4,6 +4,7 @@
 // loopback (egress_servers.py: HTTP, HTTPS with a test CA, git http-backend). Each refusal
 // is checked at the server too: a request that was refused never arrived.
 #include <algorithm>
+#include <filesystem>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -97,6 +98,47 @@ TEST(EgressAllowlistOnly, PythonUrllibUsesTheProxyForHttps) {
   EXPECT_EQ(ev[0]["kind"], "connect");
   EXPECT_EQ(ev[0]["decision"], "allow");
   EXPECT_EQ(ev[0]["destination"], "127.0.0.1:" + std::to_string(s.https));
+}
+
+// A JVM whose configuration lives under its own directory: Debian's openjdk links its
+// conf/security/java.security to /etc/java-N-openjdk, and the sandbox's /etc is corral's own,
+// so that JVM cannot start inside at all (docs/egress-proxy.md, "Clients").
+std::string sandboxableJava() {
+  std::error_code ec;
+  for (const auto& jdk : std::filesystem::directory_iterator("/usr/lib/jvm", ec)) {
+    const auto conf = jdk.path() / "conf/security/java.security";
+    if (std::filesystem::is_regular_file(jdk.path() / "bin/java") && std::filesystem::is_regular_file(jdk.path() / "bin/javac") &&
+        !std::filesystem::is_symlink(conf) && std::filesystem::is_regular_file(conf))
+      return jdk.path().string();
+  }
+  return "";
+}
+
+// The JVM reads no proxy variable: JAVA_TOOL_OPTIONS carries its http(s).proxyHost/Port. The
+// control: the same client with the property cleared on its command line has no way out.
+TEST(EgressAllowlistOnly, JavaClientsGoThroughTheProxyByJavaToolOptions) {
+  const std::string jdk = sandboxableJava();
+  if (jdk.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm whose conf is not under /etc";
+  EgressServers s;
+  REQUIRE_SERVERS(s);
+  EgressWorkspace ws(s);
+  ws.dir.write("Fetch.java",
+               "public class Fetch { public static void main(String[] a) throws Exception {\n"
+               "  try (var in = new java.net.URL(a[0]).openStream()) { System.out.println(new String(in.readAllBytes())); }\n"
+               "} }\n");
+  RunResult javac = run({jdk + "/bin/javac", "-d", ws.dir.path(), ws.dir / "Fetch.java"});
+  ASSERT_EQ(javac.exit_code, 0) << javac.describe();
+  const std::string url = s.httpUrl() + "/java";
+  RunResult r = runCorral(proxyOpts(ws, {s.httpUrl()}), {jdk + "/bin/java", "-cp", "/workspace", "Fetch", url});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "upstream ok /java\n");
+  EXPECT_NE(r.err.find("Picked up JAVA_TOOL_OPTIONS: -Dhttp.proxyHost=127.0.0.1"), std::string::npos) << r.describe();
+  ASSERT_TRUE(r.report) << r.describe();
+  ASSERT_EQ((*r.report)["egress"].size(), 1u) << r.report->dump();
+  EXPECT_EQ((*r.report)["egress"][0]["kind"], "forward");
+  RunResult control = runCorral(proxyOpts(ws, {s.httpUrl()}), {jdk + "/bin/java", "-Dhttp.proxyHost=", "-cp", "/workspace", "Fetch", url});
+  EXPECT_NE(control.exit_code, 0) << "a JVM without the proxy properties got out: " << control.describe();
+  EXPECT_EQ(s.count(false), 1) << claim("egress.allowlist-only", "the JVM reached the server directly");
 }
 
 TEST(EgressAllowlistOnly, GitClonesOverSmartHttpThroughTheProxy) {
