@@ -46,6 +46,13 @@ if ((${#missing[@]} + ${#opt_missing[@]})); then
     exit 0
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # Installing sshd, squid, tinyproxy and postgresql must not start their system services: the
+  # tests start private instances. Debian's hook for that is policy-rc.d (exit 101: "do not
+  # start"); one the machine already has is left alone, one made here is removed after.
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get update -qq
   if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
