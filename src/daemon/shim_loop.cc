@@ -376,13 +376,15 @@ void Shim::run() {
   while (!stop_) {
     std::vector<pollfd> fds = {{io_.pidfd, POLLIN, 0}, {io_.signals, POLLIN, 0}, {cfg_.listen, POLLIN, 0}, {io_.sock, POLLIN, 0}};
     for (const Client& c : clients_) fds.push_back({c.fd.get(), POLLIN, 0});
-    std::vector<Stream*> polled_streams;
+    // Streams by command id and which, not by pointer: onInit() below may finish and erase a
+    // command polled here, and a Stream* into cmds_ would then dangle.
+    std::vector<std::pair<uint32_t, bool>> polled_streams;  // (command, is stderr)
     std::optional<Clock::time_point> next;
     for (auto& [id, cmd] : cmds_) {
-      for (Stream* s : {&cmd.out, &cmd.err})
-        if (s->pipe.valid()) {
-          fds.push_back({s->pipe.get(), POLLIN, 0});
-          polled_streams.push_back(s);
+      for (const bool is_err : {false, true})
+        if (const Stream& s = is_err ? cmd.err : cmd.out; s.pipe.valid()) {
+          fds.push_back({s.pipe.get(), POLLIN, 0});
+          polled_streams.emplace_back(id, is_err);
         }
       if (cmd.deadline && !cmd.timed_out && (!next || *cmd.deadline < *next)) next = cmd.deadline;
     }
@@ -405,9 +407,12 @@ void Shim::run() {
     for (size_t i = 0; i < clients_.size(); ++i)
       if (fds[4 + i].revents & (POLLIN | POLLHUP | POLLERR)) onClient(clients_[i]);
     const size_t base = 4 + clients_.size();
-    for (size_t i = 0; i < polled_streams.size(); ++i)
-      // cppcheck-suppress shadowVariable ; no outer variable of that name: a false positive
-      if (fds[base + i].revents & (POLLIN | POLLHUP | POLLERR)) pump(*polled_streams[i]);
+    for (size_t i = 0; i < polled_streams.size(); ++i) {
+      if (!(fds[base + i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto it = cmds_.find(polled_streams[i].first);
+      if (it == cmds_.end()) continue;  // finished above: finish() drained what it had written
+      pump(polled_streams[i].second ? it->second.err : it->second.out);
+    }
     std::erase_if(clients_, [](const Client& c) { return !c.fd.valid(); });
     if (fds[2].revents & POLLIN) accept();  // after the loops above: they index clients_ as polled
     const auto now = Clock::now();
