@@ -9,26 +9,20 @@ import json
 import os
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+import upstream_common  # beside this file: python puts its directory first on sys.path
 
 DIR = sys.argv[1]
 lock = threading.Lock()
 
 
 def handler_for(address):
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(upstream_common.Handler):
         def do_GET(self):
             with lock, open(os.path.join(DIR, "requests"), "a") as f:
                 f.write(f"{address} {self.path}\n")
-            body = f"internal ok at {address} {self.path}".encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
+            self.reply(200, f"internal ok at {address} {self.path}".encode())
 
     return Handler
 

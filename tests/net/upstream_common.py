@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the upstream helpers of the proxy integration tests (upstream.py, lease_upstream.py)
+"""What the upstream helpers of the proxy integration tests (upstream.py, lease_upstream.py,
+internal_servers.py, and tests/security/tcp_servers.py and squid_parent.py)
 share: a quiet HTTP/1.1 handler that reads Content-Length and chunked bodies and answers with
 either framing, HTTP(S) servers on 127.0.0.1 port 0, and the helper protocol the C++ fixture
 expects (one JSON line of ports on stdout, then serve until stdin closes). Imported from the

@@ -16,26 +16,22 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+# The proxy tests' quiet handler and its reply() (tests/net/upstream_common.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "net"))
+import upstream_common  # noqa: E402
 
 DIR, PARENT, DEST = sys.argv[1], sys.argv[2], sys.argv[3]
 AUTH = sys.argv[4] if len(sys.argv) > 4 else ""
 PARENT_PORT, DEST_PORT = 3128, 8080
 
 
-class Dest(BaseHTTPRequestHandler):
+class Dest(upstream_common.Handler):
     def do_GET(self):
         with open(f"{DIR}/requests", "a") as f:
             f.write(f"{self.path}\n{self.headers}")
-        body = f"dest ok {self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.reply(200, f"dest ok {self.path}".encode())
 
 
 def squid_config():

@@ -21,7 +21,11 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+# The proxy tests' quiet handler and its reply() (tests/net/upstream_common.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "net"))
+import upstream_common  # noqa: E402
 
 DIR, ADDRESS, SERVICES = sys.argv[1], sys.argv[2], set(sys.argv[3:])
 PORTS = {"ssh": 2222, "pg": 5432, "http": 8080, "udp": 5353}
@@ -98,17 +102,9 @@ def stop_pg():
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-class Http(BaseHTTPRequestHandler):
+class Http(upstream_common.Handler):
     def do_GET(self):
-        body = f"tcp ok {self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.reply(200, f"tcp ok {self.path}".encode())
 
 
 def serve_udp(sock):
