@@ -7,11 +7,18 @@ function(corral_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
+# Test code (gtest binaries, fixtures, probes) is compiled without optimisation: it is half of
+# the build's compile time, and -O2 on gtest's macro-expanded bodies costs 2.3x -O0 (28.7 s
+# against 12.8 s for src/policy/manifest_test.cc), while the code under test keeps the build
+# type's flags. The later -O wins on gcc's and clang's command line.
+set(CORRAL_TEST_COMPILE_OPTIONS -O0)
+
 # corral_test(file DEPS ... LABELS ...): a GoogleTest binary registered with ctest.
 function(corral_test file)
   cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
   get_filename_component(name ${file} NAME_WE)
   add_executable(${name} ${file})
+  target_compile_options(${name} PRIVATE ${CORRAL_TEST_COMPILE_OPTIONS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 30)
 endfunction()

@@ -2,6 +2,7 @@
 // Mount plan construction (parent) and execution (child).
 #include "sandbox/mountns.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -15,7 +16,9 @@
 
 #include <algorithm>
 #include <array>
+#include <string_view>
 
+#include "base/dir_stream.h"
 #include "sandbox/devpts.h"
 #include "sandbox/mount_api.h"
 
@@ -73,6 +76,24 @@ class Builder {
   Plan& plan_;
 };
 
+// Debian's OpenJDK keeps its configuration in /etc/java-N-openjdk and reaches it through
+// symlinks from /usr/lib/jvm/*/conf (java.security among them: without it the JVM does not
+// start). Public package defaults, no secrets: the directories found, in name order.
+std::vector<std::string> etcJdkDirs() {
+  std::vector<std::string> found;
+  DirStream dir(::opendir("/etc"), ::closedir);
+  if (!dir) return found;
+  while (const dirent* e = ::readdir(dir.get())) {
+    std::string_view name(e->d_name);
+    if (!name.starts_with("java-") || !name.ends_with("-openjdk")) continue;
+    struct stat st;
+    std::string host = "/etc/" + std::string(name);
+    if (::lstat(host.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) found.emplace_back(name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 Result<std::string> stagingDir() {
   for (const char* d : {"/tmp", "/mnt", "/run", "/var/tmp"}) {
     struct stat st;
@@ -115,6 +136,8 @@ Result<Plan> buildPlan(const SandboxSpec& spec, const std::string& etc_passwd, c
     if (::stat(host.c_str(), &st) != 0 || S_ISDIR(st.st_mode) != e.dir) continue;
     etc.push_back({std::string("etc/") + e.path, e.dir, b.clone(host, kRo, "clone /etc entry")});
   }
+  for (const std::string& name : etcJdkDirs())
+    etc.push_back({"etc/" + name, true, b.clone("/etc/" + name, kRo, "clone /etc entry")});
   std::vector<Bound> devs;
   devs.reserve(kDevices.size() + 1);
   for (const char* d : kDevices)

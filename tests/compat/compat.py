@@ -110,6 +110,8 @@ FILES = {
     "greet.c": '#include "greet.h"\nconst char *greet(void) { return "hello from make"; }\n',
     "greet.h": "const char *greet(void);\n",
     "Makefile": MAKEFILE,
+    "Hello.java": 'public class Hello { public static void main(String[] a) {'
+                  ' System.out.println("hello from " + System.getProperty("java.version")); } }\n',
 }
 
 TOOLS = [
@@ -130,6 +132,10 @@ TOOLS = [
       "git -c user.name=c -c user.email=c@example.invalid commit -qm first && git log --oneline | wc -l"], "1"),
     ("make and gcc", ["/bin/sh", "-c", "make -s hello && ./hello"], "hello from make"),
 ]
+# Debian's OpenJDK reads java.security through a symlink into /etc/java-N-openjdk: it starts
+# only where the sandbox shows that directory.
+if shutil.which("javac"):
+    TOOLS.append(("javac and java", ["/bin/sh", "-c", "javac Hello.java && java -Xmx64m Hello"], "hello from "))
 
 
 def tool_result(runner, argv, want, timeout):

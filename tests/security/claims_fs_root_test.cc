@@ -129,10 +129,14 @@ TEST(FsRuntimeReadonly, ControlWorkspaceIsWritableAndHostUsrIsNotReadOnly) {
 const std::set<std::string> kEtcAllowed{"passwd",      "group", "hosts",        "nsswitch.conf", "ld.so.cache",
                                         "ssl",         "alternatives", "services", "protocols"};
 
+// Debian's OpenJDK configuration directories (/etc/java-17-openjdk, ...), bound in read-only.
+bool isJdkConfig(const std::string& name) { return name.starts_with("java-") && name.ends_with("-openjdk"); }
+
 TEST(FsMinimalEtc, EtcHoldsOnlyGeneratedFilesAndRuntimeLinks) {
   RunResult r = runProbe({}, {"listdir", "/etc"});
   ASSERT_TRUE(probeDid(r));
   auto bad = extras(r.probe().list("entries"), kEtcAllowed);
+  std::erase_if(bad, isJdkConfig);
   EXPECT_TRUE(bad.empty()) << claim("fs.minimal-etc", "unexpected /etc entries: " + join(bad)) << r.describe();
 }
 
@@ -177,6 +181,23 @@ TEST(FsMinimalEtc, ServicesAndProtocolsAreTheHostsReadOnly) {
   EXPECT_FALSE(r.probe().word("writable")) << claim("fs.minimal-etc", "/etc/services or /etc/protocols is writable") << r.describe();
   EXPECT_EQ(r.probe().get("services_ro"), "1") << claim("fs.minimal-etc", "/etc/services is not a read-only mount") << r.describe();
   EXPECT_EQ(r.probe().get("protocols_ro"), "1") << claim("fs.minimal-etc", "/etc/protocols is not a read-only mount") << r.describe();
+}
+
+// The JVM finds java.security through a link into /etc/java-N-openjdk: the directory is
+// there, read-only, so Java starts (and cannot be reconfigured from inside).
+TEST(FsMinimalEtc, OpenJdkConfigIsTheHostsReadOnly) {
+  std::string dir;
+  for (const char* v : {"17", "21", "11"})
+    if (::access(("/etc/java-" + std::string(v) + "-openjdk/security/java.security").c_str(), R_OK) == 0) {
+      dir = "/etc/java-" + std::string(v) + "-openjdk";
+      break;
+    }
+  if (dir.empty()) GTEST_SKIP() << "the host has no Debian OpenJDK configuration in /etc";
+  RunResult r = runProbe({}, {"statfs", dir + "/security/java.security"});
+  ASSERT_TRUE(probeDid(r)) << claim("fs.minimal-etc", dir + " is missing inside: Java cannot start") << r.describe();
+  EXPECT_EQ(r.probe().get("ro"), "1") << claim("fs.minimal-etc", dir + " is not a read-only mount") << r.describe();
+  EXPECT_TRUE(probeRefused(runProbe({}, {"create", dir + "/security/planted"}), {"EROFS", "EACCES", "EPERM"}))
+      << claim("fs.minimal-etc", "a file can be created in " + dir);
 }
 
 TEST(FsMinimalEtc, ControlHostEtcHasMore) {
