@@ -186,10 +186,12 @@ TEST(FsMinimalEtc, ServicesAndProtocolsAreTheHostsReadOnly) {
 // The JVM finds java.security through a link into /etc/java-N-openjdk: the directory is
 // there, read-only, so Java starts (and cannot be reconfigured from inside).
 TEST(FsMinimalEtc, OpenJdkConfigIsTheHostsReadOnly) {
+  RunResult host = runHostProbe({"listdir", "/etc"});
+  ASSERT_TRUE(probeDid(host));
   std::string dir;
-  for (const char* v : {"17", "21", "11"})
-    if (::access(("/etc/java-" + std::string(v) + "-openjdk/security/java.security").c_str(), R_OK) == 0) {
-      dir = "/etc/java-" + std::string(v) + "-openjdk";
+  for (const std::string& name : host.probe().list("entries"))
+    if (isJdkConfig(name) && ::access(("/etc/" + name + "/security/java.security").c_str(), R_OK) == 0) {
+      dir = "/etc/" + name;
       break;
     }
   if (dir.empty()) GTEST_SKIP() << "the host has no Debian OpenJDK configuration in /etc";
