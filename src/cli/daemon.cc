@@ -18,12 +18,15 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: corral daemon [--state-dir DIR] [--socket PATH] [--allow-group GROUP] [--stop-sessions] [--event-queue N]\n"
+    "                     [--freezer auto|v1|v2]\n"
     "  Serves the session API over a UNIX socket, in the foreground; one logfmt line per event on\n"
     "  stderr. Defaults: /var/lib/corral and /run/corral/api.sock as root, else\n"
     "  $XDG_STATE_HOME/corral (~/.local/state/corral) and $XDG_RUNTIME_DIR/corral/api.sock.\n"
     "  SIGTERM stops it and leaves sessions running (--stop-sessions: ends them too).\n"
     "  --event-queue N: events held for each GET /v1/events subscriber that is not reading (1024);\n"
     "  past it, that subscriber loses events (counted, and told how many) instead of the daemon growing.\n"
+    "  --freezer: what pause uses: the cgroup v1 freezer, cgroup v2's cgroup.freeze, or auto (v1 if\n"
+    "  usable, else v2); corral doctor says what auto finds.\n"
     "usage: corral daemon verify-log STATE/audit.jsonl\n"
     "  Checks the daemon's hash-chained event log: exit 0 when every line chains, 1 where it breaks.\n";
 
@@ -48,7 +51,7 @@ int daemonMain(const std::vector<std::string>& args) {
     return 0;
   }
   auto scanned = scanArgs(args, {{"--state-dir", true}, {"--socket", true}, {"--allow-group", true}, {"--stop-sessions", false},
-                                  {"--event-queue", true}}, 0);
+                                  {"--event-queue", true}, {"--freezer", true}}, 0);
   if (!scanned || !scanned->rest.empty()) {
     std::fprintf(stderr, "corral: daemon: %s (try corral daemon --help)\n",
                  scanned ? "takes no arguments" : oneLine(scanned.error().message()).c_str());
@@ -67,6 +70,14 @@ int daemonMain(const std::vector<std::string>& args) {
       return 125;
     }
     opts.event_queue = static_cast<size_t>(n);
+  }
+  if (scanned->has("--freezer")) {
+    const std::string v = scanned->get("--freezer");
+    if (v != "auto" && v != "v1" && v != "v2") {
+      std::fprintf(stderr, "corral: daemon: --freezer: auto, v1 or v2\n");
+      return 125;
+    }
+    opts.freezer = v == "v1" ? daemon::FreezerChoice::kV1 : v == "v2" ? daemon::FreezerChoice::kV2 : daemon::FreezerChoice::kAuto;
   }
   if (scanned->has("--allow-group")) {
     const std::string name = scanned->get("--allow-group");

@@ -12,6 +12,7 @@
 #include "base/result.h"
 #include "base/secret.h"
 #include "daemon/audit_log.h"
+#include "daemon/credential_request.h"
 #include "daemon/credential_vault.h"
 #include "daemon/json_fields.h"
 #include "daemon/peer.h"
@@ -19,14 +20,6 @@
 
 namespace corral::daemon {
 
-// POST /v1/credentials: {"name", "host", "header"?, "env"?, "value"}.
-struct AddCredential {
-  std::string name, host, header = "Authorization", format = "Bearer {}", env;
-  Secret value{""};
-};
-Result<AddCredential> parseAddCredential(const Json& j);
-// POST /v1/credentials/{name}/rotate: {"value"}.
-Result<Secret> parseRotateCredential(const Json& j);
 
 // What a session's shim gets for one lease: the record's fields and the opened value.
 struct LeasedCredential {

@@ -3,6 +3,7 @@
 #include "daemon/daemon.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
@@ -39,9 +40,13 @@ Result<UniqueFd> prepareStateDir(const std::string& dir) {
   if (::fchmod(d.get(), 0700) != 0) return sysError("chmod " + dir);
   UniqueFd lock(::openat(d.get(), "daemon.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!lock.valid()) return sysError("open " + dir + "/daemon.lock");
-  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) return Error(Errc::kRefused, "another corral daemon is running on " + dir);
-    return sysError("flock " + dir + "/daemon.lock");
+  // A daemon killed with kill -9 while it was forking a shim leaves, for a moment, a child
+  // that holds the lock's open file until it execs (the fd is O_CLOEXEC): a restart that comes
+  // within that moment waits a little for it instead of being refused.
+  for (int attempt = 0; ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0; ++attempt) {
+    if (errno != EWOULDBLOCK) return sysError("flock " + dir + "/daemon.lock");
+    if (attempt == 100) return Error(Errc::kRefused, "another corral daemon is running on " + dir);
+    ::poll(nullptr, 0, 10);
   }
   if (::mkdirat(d.get(), "sessions", 0700) != 0 && errno != EEXIST) return sysError("mkdir " + dir + "/sessions");
   return lock;
@@ -94,7 +99,7 @@ int runDaemon(const DaemonOptions& opts) {
     shown.erase("owner_uid");
     events.publish(event, owner, shown);
   });
-  Sessions sessions(*store, *audit, opts.state_dir, core);
+  Sessions sessions(*store, *audit, opts.state_dir, core, opts.freezer);
   sessions.setEvents(&events);
   sessions.reconcile();
   std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
@@ -102,7 +107,7 @@ int runDaemon(const DaemonOptions& opts) {
   auto server = Server::listen({opts.socket, opts.allow_group});
   if (!server) return fail(server.error());
   log::info("daemon_ready", "socket=" + log::value(opts.socket) + " pid=" + std::to_string(::getpid()) +
-                                " schema_version=" + std::to_string(kSchemaVersion));
+                                " schema_version=" + std::to_string(kSchemaVersion) + " freezer=" + sessions.freezerName());
   Profiles profiles(*store, *audit);
   ApiContext ctx{sessions, credentials, profiles, events};
   server->serve(ctx, stop_fd.get());

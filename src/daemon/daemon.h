@@ -7,6 +7,8 @@
 
 #include <sys/types.h>
 
+#include "daemon/freezer.h"
+
 namespace corral::daemon {
 
 struct DaemonOptions {
@@ -15,6 +17,7 @@ struct DaemonOptions {
   std::optional<gid_t> allow_group;
   bool stop_sessions = false;  // on SIGTERM, end every session too
   size_t event_queue = 1024;   // GET /v1/events: events queued per subscriber before it loses some
+  FreezerChoice freezer = FreezerChoice::kAuto;  // what pause uses (freezer.h)
 };
 
 // Exit status: 0 after SIGTERM/SIGINT, 125 when it could not start (one line on stderr).

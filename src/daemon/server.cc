@@ -20,6 +20,7 @@
 
 #include "base/log.h"
 #include "daemon/fd_stream.h"
+#include "daemon/request_target.h"
 #include "daemon/unix_address.h"
 
 namespace corral::daemon {
@@ -38,63 +39,6 @@ Result<void> makeSocketDir(const std::string& dir, std::optional<gid_t> group) {
   if (group && ::fchown(d.get(), static_cast<uid_t>(-1), *group) != 0) return sysError("chown " + dir);
   if (::fchmod(d.get(), group ? 0710 : 0700) != 0) return sysError("chmod " + dir);
   return {};
-}
-
-std::vector<std::string> splitSegments(std::string_view target, bool* ok);
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// A file path's segment, %XX-decoded: one whole name (no '/', no NUL), or false.
-bool percentDecode(std::string& part) {
-  std::string out;
-  for (size_t i = 0; i < part.size(); ++i) {
-    if (part[i] != '%') {
-      out.push_back(part[i]);
-      continue;
-    }
-    const int hi = i + 2 < part.size() ? hexValue(part[i + 1]) : -1, lo = hi >= 0 ? hexValue(part[i + 2]) : -1;
-    if (lo < 0) return false;
-    const char c = static_cast<char>(hi * 16 + lo);
-    if (c == '/' || c == '\0') return false;
-    out.push_back(c);
-    i += 2;
-  }
-  part = std::move(out);
-  return true;
-}
-
-// '%' escapes are read only in a file's path (/v1/sessions/ID/{files,stat}/...), where a name may
-// hold any byte; everywhere else they are refused, so no id or route has two spellings.
-std::vector<std::string> splitPath(std::string_view target, bool* ok) {
-  std::vector<std::string> out;
-  *ok = !target.empty() && target[0] == '/' && target.find_first_of("?#") == std::string_view::npos;
-  if (!*ok) return out;
-  out = splitSegments(target, ok);
-  for (size_t i = 0; *ok && i < out.size(); ++i) {
-    if (out[i].find('%') == std::string::npos) continue;
-    const bool file_part = i >= 4 && out[0] == "v1" && out[1] == "sessions" && (out[3] == "files" || out[3] == "stat");
-    *ok = file_part && percentDecode(out[i]);
-  }
-  return out;
-}
-
-std::vector<std::string> splitSegments(std::string_view target, bool* ok) {
-  std::vector<std::string> out;
-  size_t pos = 1;
-  while (pos <= target.size()) {
-    size_t end = target.find('/', pos);
-    if (end == std::string_view::npos) end = target.size();
-    std::string_view part = target.substr(pos, end - pos);
-    if (part.empty() && end != target.size()) *ok = false;  // "//" or a leading empty part
-    if (!part.empty()) out.emplace_back(part);
-    pos = end + 1;
-  }
-  return out;
 }
 
 void writeResponse(FdStream& s, const ApiResponse& res, bool keep_alive, boost::beast::error_code& ec) {
@@ -190,7 +134,7 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
     ApiRequest req;
     req.method = std::string(msg.method_string());
     bool ok = false;
-    req.segments = splitPath(std::string_view(msg.target().data(), msg.target().size()), &ok);
+    req.segments = splitTarget(std::string_view(msg.target().data(), msg.target().size()), &ok);
     req.peer = peer;
     const bool upload = ok && isStreamedUpload(req.method, req.segments);
     if (upload) {

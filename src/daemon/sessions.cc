@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "base/random_id.h"
 #include "base/read_fd.h"
 #include "base/remove_tree.h"
+#include "daemon/orphans.h"
 #include "daemon/shim.h"
 #include "policy/units.h"
 #include "sandbox/userns.h"
@@ -62,8 +65,9 @@ std::optional<Json> readStatus(const std::string& cmd_dir) {
 
 }  // namespace
 
-Sessions::Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary)
-    : store_(store), audit_(audit), state_dir_(std::move(state_dir)), core_(std::move(core_binary)), workspace_(workspaceMechanism()), freezer_(findFreezer()) {}
+Sessions::Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary, FreezerChoice freezer)
+    : store_(store), audit_(audit), state_dir_(std::move(state_dir)), core_(std::move(core_binary)), workspace_(workspaceMechanism()),
+      freezer_(findFreezer(freezer)) {}
 
 std::string Sessions::dirOf(const std::string& id) const { return state_dir_ + "/sessions/" + id; }
 
@@ -106,6 +110,8 @@ bool Sessions::alive(const std::string& id) {
 
 Json Sessions::sessionJson(const SessionRow& s) {
   Json j = {{"id", s.id}, {"name", s.name}, {"state", s.state}, {"owner_uid", s.owner_uid}, {"created_at", s.created_at}};
+  // Which freezer pause uses for it: none when this daemon has none, or its init is not in one.
+  j["freezer"] = freezer_.usable && !freezerState(freezer_, s.id).empty() ? freezer_.name() : "none";
   if (s.expires_at) j["expires_at_ms"] = s.expires_at;
   if (auto spec = parseJson(s.spec); spec && spec->is_object()) {
     for (const char* key : {"limits", "net", "credentials", "profile", "profile_version"})
@@ -332,6 +338,14 @@ void Sessions::finishRemove(const SessionRow& s, std::string* kept) {
       l->link.reset();
     }
   }
+  // A shim that did not stop (it never answered: a create cut short while it was starting, a
+  // shim that hangs) would go on writing into the directory removed below: killed first.
+  for (const ShimProcess& p : findShims(state_dir_ + "/sessions"))
+    if (p.id == s.id) {
+      const int killed = killProcessTree(p.pid, p.start, kStopTimeoutMs);
+      log::warn("orphan_killed", "session=" + s.id + " shim_pid=" + std::to_string(p.pid) + " processes=" + std::to_string(killed) +
+                                     " recorded_state=" + s.state);
+    }
   freezerRemove(freezer_, s.id);
   // The workspace's mount first: the removal below must never descend into a mounted image,
   // and a failed unmount keeps everything (the row too, so a later rm or restart tries again).
@@ -478,10 +492,26 @@ void Sessions::collectLeaseUses(const SessionRow& s) {
   const int64_t allowed = number((*res)["egress"], "allowed"), refused = number((*res)["egress"], "refused");
   std::lock_guard lock(egress_mu_);
   auto& seen = egress_seen_[s.id];
-  if (allowed != seen.first || refused != seen.second) {
-    events_->publish("egress", s.owner_uid, {{"session", s.id}, {"allowed", allowed - seen.first}, {"refused", refused - seen.second},
+  if (allowed != seen.allowed || refused != seen.refused) {
+    events_->publish("egress", s.owner_uid, {{"session", s.id}, {"allowed", allowed - seen.allowed}, {"refused", refused - seen.refused},
                                              {"allowed_total", allowed}, {"refused_total", refused}});
-    seen = {allowed, refused};
+    seen.allowed = allowed;
+    seen.refused = refused;
+  }
+  // And each decision the shim still holds that was not sent yet, one event each: the host and
+  // the decision, never a header (the shim keeps none). A gap (more decisions in a second than
+  // the shim holds) is said as lost.
+  const Json& recent = (*res)["egress"].contains("recent") ? (*res)["egress"]["recent"] : Json::array();
+  if (!recent.is_array()) return;
+  for (const Json& d : recent) {
+    const int64_t seq = number(d, "seq");
+    if (seq <= seen.seq) continue;
+    auto text = [&](const char* key) { return d.contains(key) && d[key].is_string() ? d[key].get<std::string>() : std::string(); };
+    Json ev = {{"session", s.id}, {"seq", seq}, {"kind", text("kind")}, {"method", text("method")}, {"host", text("host")},
+               {"decision", text("decision")}, {"rule", text("rule")}, {"status", number(d, "status")}};
+    if (seq > seen.seq + 1) ev["lost_before"] = seq - seen.seq - 1;
+    events_->publish("egress_decision", s.owner_uid, ev);
+    seen.seq = seq;
   }
 }
 
@@ -573,6 +603,12 @@ void Sessions::reconcileOne(const SessionRow& s) {
     // The shim came up and knows the secret: finish the create with what it reports.
     const ShimProcesses& p = link->processes();
     (void)store_.setSessionProcesses(s.id, p.shim_pid, p.shim_start, p.init_pid, p.init_start);
+    // launch() may have been cut short before it put init in the freezer: no command can have
+    // started (the row was not running), so init alone is all there is to move.
+    const auto tasks = freezerTasks(freezer_, s.id);
+    if (freezer_.usable && std::find(tasks.begin(), tasks.end(), static_cast<pid_t>(p.init_pid)) == tasks.end())
+      if (auto f = freezerAdopt(freezer_, s.id, static_cast<pid_t>(p.init_pid)); !f)
+        log::warn("freezer_adopt_failed", "session=" + s.id + " reason=" + log::value(f.error().message()));
     (void)store_.setSessionState(s.id, "running");
     log::info("reconcile_create_completed", "session=" + s.id + " shim_pid=" + std::to_string(p.shim_pid));
   } else {
@@ -608,6 +644,43 @@ void Sessions::reconcile() {
       else
         (void)store_.setCommand(s.id, c.cmd, "failed", 125, dumpJson({{"exit_code", 125}, {"error", "interrupted before it started"}}));
     }
+  }
+  sweepOrphans();
+}
+
+void Sessions::sweepOrphans() {
+  auto rows = store_.sessions();
+  if (!rows) return;
+  std::map<std::string, const SessionRow*> recorded;
+  for (const SessionRow& s : *rows) recorded[s.id] = &s;
+  // A shim is a session's only if it is the recorded, adopted one: pid and start time of a
+  // running or paused row. Any other (a create cut short before its row knew the shim, a row
+  // lost from the store, a lost session's shim that would not answer) is killed with its tree.
+  for (const ShimProcess& p : findShims(state_dir_ + "/sessions")) {
+    auto it = recorded.find(p.id);
+    const SessionRow* s = it == recorded.end() ? nullptr : it->second;
+    if (s && (s->state == "running" || s->state == "paused") && s->shim_pid == p.pid && static_cast<uint64_t>(s->shim_start) == p.start)
+      continue;
+    // A frozen process cannot die: its session's freezer cgroup is thawed first.
+    if (!freezerState(freezer_, p.id).empty()) (void)freezerSet(freezer_, p.id, false);
+    const int killed = killProcessTree(p.pid, p.start, kStopTimeoutMs);
+    log::warn("orphan_killed", "session=" + p.id + " shim_pid=" + std::to_string(p.pid) + " processes=" + std::to_string(killed) +
+                                   " recorded_state=" + (s ? s->state : std::string("none")));
+    audit_.appendSelf("orphan_killed", {{"session", p.id}, {"shim_pid", p.pid}, {"processes", killed},
+                                        {"recorded_state", s ? s->state : std::string("none")}});
+  }
+  // Directories of no recorded session: their freezer cgroup and workspace mount go (nothing
+  // can use them), the files stay for an operator to look at.
+  DIR* d = ::opendir((state_dir_ + "/sessions").c_str());
+  if (!d) return;
+  std::vector<std::string> unrecorded;
+  while (dirent* e = ::readdir(d))
+    if (validId(e->d_name) && !recorded.count(e->d_name)) unrecorded.emplace_back(e->d_name);
+  ::closedir(d);
+  for (const std::string& id : unrecorded) {
+    freezerRemove(freezer_, id);
+    const bool unmounted = unmountWorkspace(dirOf(id));
+    log::warn("session_dir_unrecorded", "session=" + id + " unmounted=" + (unmounted ? "true" : "false"));
   }
 }
 

@@ -32,7 +32,10 @@ inline constexpr int kConflict = EBUSY;    // 409: the session is not in a state
 
 class Sessions {
  public:
-  Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary);
+  Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary,
+           FreezerChoice freezer = FreezerChoice::kAuto);
+  // What pause uses here: "cgroup-v1", "cgroup-v2" or "none" (session show's "freezer").
+  std::string freezerName() const { return freezer_.name(); }
   // An event in the daemon's hash-chained log (audit_log.h): ids, counts, decisions only.
   void audit(const std::string& event, const Peer& peer, Json fields) { audit_.append(event, peer, std::move(fields)); }
 
@@ -105,6 +108,9 @@ class Sessions {
   Result<ShimProcesses> launch(const SessionRow& row, const SessionSpec& spec, const std::vector<LeasedCredential>& leases);
   Result<void> prepareWorkspace(const Peer& peer, const SessionSpec& spec, const std::string& dir);
   void reconcileOne(const SessionRow& s);
+  // After reconciliation: kills every shim of this state directory that is not a live
+  // session's recorded one (orphans.h), and unmounts what a directory of no session holds.
+  void sweepOrphans();
   void collectLeaseUses(const SessionRow& s);
   void recordEndedCommands(const SessionRow& s);
 
@@ -119,7 +125,10 @@ class Sessions {
   std::map<std::string, std::shared_ptr<Link>> links_;
   EventBus* events_ = nullptr;
   std::mutex egress_mu_;
-  std::map<std::string, std::pair<int64_t, int64_t>> egress_seen_;  // session -> allowed, refused
+  struct EgressSeen {
+    int64_t allowed = 0, refused = 0, seq = 0;  // counts, and the last decision sent one by one
+  };
+  std::map<std::string, EgressSeen> egress_seen_;  // by session
 };
 
 }  // namespace corral::daemon

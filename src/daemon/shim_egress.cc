@@ -54,7 +54,17 @@ Result<std::unique_ptr<ShimEgress>> ShimEgress::start(const std::string& session
     return std::string(it->second.revealForInjection());
   };
   ShimEgress* self = e.get();
-  config.on_event = [self](const net::ConnectionEvent& ev) { (ev.decision == "allow" ? self->allowed_ : self->refused_)++; };
+  config.on_event = [self](const net::ConnectionEvent& ev) {
+    (ev.decision == "allow" ? self->allowed_ : self->refused_)++;
+    // The authority decided (or, refused before that, as written: printable and bounded, or
+    // its hash); the rule is the refusal's id. Nothing of the request's headers or target path.
+    Json d = {{"kind", ev.kind}, {"method", ev.method}, {"host", ev.destination.empty() ? ev.requested : ev.destination},
+              {"decision", ev.decision}, {"rule", ev.rule}, {"status", ev.status}};
+    std::lock_guard lock(self->mu_);
+    d["seq"] = ++self->seq_;
+    self->recent_.push_back(std::move(d));
+    if (self->recent_.size() > kRecentDecisions) self->recent_.pop_front();
+  };
   config.on_lease_event = [self](const net::LeaseEvent& ev) {
     std::lock_guard lock(self->mu_);
     Use& u = self->uses_[ev.lease];
@@ -91,6 +101,11 @@ Json ShimEgress::usage() const {
   return out;
 }
 
-Json ShimEgress::decisions() const { return {{"allowed", allowed_.load()}, {"refused", refused_.load()}}; }
+Json ShimEgress::decisions() const {
+  std::lock_guard lock(mu_);
+  Json recent = Json::array();
+  for (const Json& d : recent_) recent.push_back(d);
+  return {{"allowed", allowed_.load()}, {"refused", refused_.load()}, {"recent", recent}};
+}
 
 }  // namespace corral::daemon

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,8 +32,12 @@ class ShimEgress {
   std::vector<std::pair<std::string, std::string>> environment() const;
   // Per lease: {"name", "uses", "refused", "last_used_ms"} since the session began.
   Json usage() const;
-  // Requests decided so far: {"allowed", "refused"} (ids and counts only).
+  // Requests decided so far: {"allowed", "refused", "recent": [...]}: the counts, and the last
+  // kRecentDecisions decisions one by one, {"seq", "kind", "method", "host", "decision", "rule",
+  // "status"}, seq counting from 1 (the daemon sends each new one as an event). Hosts and
+  // decisions only: no header, path or body is kept.
   Json decisions() const;
+  static constexpr size_t kRecentDecisions = 256;
 
  private:
   struct Use {
@@ -41,6 +46,8 @@ class ShimEgress {
   ShimEgress() = default;
   mutable std::mutex mu_;
   std::map<std::string, Use> uses_;
+  std::deque<Json> recent_;  // under mu_, at most kRecentDecisions
+  int64_t seq_ = 0;          // under mu_
   std::atomic<int64_t> allowed_{0}, refused_{0};
   // Invariant: declared last, so destroyed first: its thread calls back into the members above
   // until it is joined.

@@ -74,7 +74,7 @@ TEST(DaemonEventsIdsCountsOnly, LifecycleCommandsAndCredentialUsesWithoutAnyValu
   EXPECT_NE(r.out.find("auth=ok"), std::string::npos) << r.out;
   ASSERT_EQ(d.cli({"session", "rm", id}).exit_code, 0);
   ASSERT_TRUE(eventually([&] { return sub.has("session_removed", id); })) << sub.text();
-  for (const char* want : {"credential_added", "session_created", "command_started", "command_exited", "credential_used"})
+  for (const char* want : {"credential_added", "session_created", "command_started", "command_exited", "credential_used", "egress_decision"})
     EXPECT_TRUE(sub.has(want)) << want << " missing: " << sub.text();
   for (const json& e : sub.events()) {
     ASSERT_TRUE(e.is_object()) << sub.text();
@@ -84,6 +84,11 @@ TEST(DaemonEventsIdsCountsOnly, LifecycleCommandsAndCredentialUsesWithoutAnyValu
     }
     if (e["event"] == "credential_used") {
       EXPECT_EQ(e["uses"], 1) << e.dump();
+    }
+    if (e["event"] == "egress_decision") {  // one by one: the host and the decision only
+      EXPECT_EQ(e["decision"], "allow") << e.dump();
+      EXPECT_EQ(e["session"], id) << e.dump();
+      EXPECT_TRUE(e["host"].is_string() && e["seq"].is_number_integer()) << e.dump();
     }
   }
   const std::string all = sub.text();
