@@ -50,6 +50,10 @@ std::vector<std::string> splitSegments(std::string_view target, bool* ok) {
 std::vector<std::string> splitTarget(std::string_view target, bool* ok) {
   std::vector<std::string> out;
   *ok = !target.empty() && target[0] == '/' && target.find_first_of("?#") == std::string_view::npos;
+  // No control byte, space or DEL anywhere, whatever the HTTP parser let through: a raw NUL
+  // would otherwise reach a file name that percentDecode never saw.
+  for (const char c : target)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) *ok = false;
   if (!*ok) return out;
   out = splitSegments(target, ok);
   for (size_t i = 0; *ok && i < out.size(); ++i) {
