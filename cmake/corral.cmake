@@ -13,11 +13,32 @@ endfunction()
 # type's flags. The later -O wins on gcc's and clang's command line.
 set(CORRAL_TEST_COMPILE_OPTIONS -O0)
 
+# corral_plain_test_options([TARGET t]): the sanitizer options taken off a test target, or off
+# the current directory (whose later targets inherit it), so test objects match the plain build.
+function(corral_plain_test_options)
+  cmake_parse_arguments(ARG "" "TARGET" "" ${ARGN})
+  if(NOT CORRAL_SANITIZE)
+    return()
+  endif()
+  if(ARG_TARGET)
+    get_target_property(opts ${ARG_TARGET} COMPILE_OPTIONS)
+  else()
+    get_directory_property(opts COMPILE_OPTIONS)
+  endif()
+  list(REMOVE_ITEM opts ${CORRAL_SANITIZE_COMPILE_OPTIONS})
+  if(ARG_TARGET)
+    set_property(TARGET ${ARG_TARGET} PROPERTY COMPILE_OPTIONS "${opts}")
+  else()
+    set_property(DIRECTORY PROPERTY COMPILE_OPTIONS "${opts}")
+  endif()
+endfunction()
+
 # corral_test(file DEPS ... LABELS ...): a GoogleTest binary registered with ctest.
 function(corral_test file)
   cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
   get_filename_component(name ${file} NAME_WE)
   add_executable(${name} ${file})
+  corral_plain_test_options(TARGET ${name})
   target_compile_options(${name} PRIVATE ${CORRAL_TEST_COMPILE_OPTIONS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 30)

@@ -19,8 +19,8 @@ FUZZ_DEBS := clang-14 libclang-rt-14-dev llvm-14 cmake ninja-build nlohmann-json
 
 .PHONY: fuzz-deps fuzz-build fuzz-smoke fuzz fuzz-repro fuzz-clean
 
-fuzz-deps:
-	@scripts/bootstrap.sh  # installs $(FUZZ_DEBS) among the project's packages
+fuzz-deps:  # bootstrap installs $(FUZZ_DEBS) among the project's packages (NO_BOOTSTRAP: Makefile)
+	@$(if $(NO_BOOTSTRAP),true,scripts/bootstrap.sh)
 
 $(FUZZ_BUILD)/build.ninja: | fuzz-deps
 	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DCMAKE_BUILD_TYPE=
