@@ -2,9 +2,12 @@
 // Requests to the daemon: one connection each, JSON in and out, streams read incrementally.
 #include "daemon/api_client.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <sys/un.h>
 
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <algorithm>
@@ -162,6 +165,67 @@ Result<ApiResult> ApiClient::upload(const std::string& target, int fd, uint64_t 
   auto j = parseJson(p.get().body());
   r.body = j ? *j : Json();
   return r;
+}
+
+Result<ApiResult> ApiClient::postStream(const std::string& target, int fd) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
+  http::request<http::empty_body> req{http::verb::post, target, 11};
+  req.set(http::field::host, "corral");
+  req.set(http::field::content_type, "application/octet-stream");
+  req.chunked(true);
+  req.keep_alive(false);
+  boost::beast::error_code ec;
+  http::request_serializer<http::empty_body> sr{req};
+  http::write_header(s, sr, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  char chunk[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of input (or an unreadable one: what was read is what it had)
+    boost::asio::write(s, http::make_chunk(boost::asio::buffer(chunk, static_cast<size_t>(n))), ec);
+    if (ec) break;  // refused or the command stopped reading: the answer below says which
+  }
+  if (!ec) boost::asio::write(s, http::make_chunk_last(), ec);
+  boost::beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64u << 10);
+  boost::beast::error_code rec;
+  http::read(s, buf, p, rec);
+  if (rec) return Error(Errc::kIo, "daemon: " + (ec ? ec.message() : rec.message()));
+  ApiResult r;
+  r.status = static_cast<int>(p.get().result_int());
+  auto j = parseJson(p.get().body());
+  r.body = j ? *j : Json();
+  return r;
+}
+
+Result<UniqueFd> ApiClient::upgrade(const std::string& target, const std::string& protocol, std::string* early) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, "corral");
+  req.set(http::field::connection, "Upgrade");
+  req.set(http::field::upgrade, protocol);
+  boost::beast::error_code ec;
+  http::write(s, req, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  boost::beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64u << 10);
+  http::read_header(s, buf, p, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  ApiResult r;
+  r.status = static_cast<int>(p.get().result_int());
+  if (r.status == 101) {
+    *early = boost::beast::buffers_to_string(buf.data());
+    return UniqueFd(::fcntl(s.fd(), F_DUPFD_CLOEXEC, 3));  // FdStream closes its own
+  }
+  http::read(s, buf, p, ec);
+  auto j = parseJson(p.get().body());
+  r.body = j ? *j : Json();
+  return Error(Errc::kRefused, apiErrorMessage(r));
 }
 
 std::string apiErrorMessage(const ApiResult& r) {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cstring>
@@ -136,6 +137,7 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
     bool ok = false;
     req.segments = splitTarget(std::string_view(msg.target().data(), msg.target().size()), &ok);
     req.peer = peer;
+    if (parser.upgrade()) req.upgrade = std::string(msg[http::field::upgrade]);
     const bool upload = ok && isStreamedUpload(req.method, req.segments);
     if (upload) {
       if (msg[http::field::expect] == "100-continue") {
@@ -175,6 +177,12 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
     log::info("request", "method=" + log::value(req.method) + " path=" + log::value(std::string_view(msg.target().data(), std::min<size_t>(msg.target().size(), 200))) +
                              " status=" + std::to_string(res.status) + " peer_uid=" + std::to_string(peer.uid) +
                              " peer_pid=" + std::to_string(peer.pid) + " body_bytes=" + std::to_string(req.body.size()));
+    if (res.upgrade) {  // a terminal (api.md): the connection is the route's from here on
+      const std::string head = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + res.upgrade_protocol + "\r\n\r\n";
+      boost::asio::write(stream, boost::asio::buffer(head), ec);
+      if (!ec) res.upgrade(stream.fd(), boost::beast::buffers_to_string(buf.data()));
+      return;
+    }
     // An upload's body may be left unread (refused early): the connection cannot be reused.
     const bool keep = msg.keep_alive() && !res.stream && !upload;
     writeResponse(stream, res, keep, ec);
