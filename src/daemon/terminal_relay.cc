@@ -26,12 +26,18 @@ constexpr int kLivenessCheckMs = 2000;
 // After the status exists: what the terminal still holds is sent, but a background process
 // that keeps writing to it does not hold the report back longer than this.
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(500);
+// After the last frame: how long what the client still sends is read and dropped (sendLast).
+constexpr auto kDrainBeforeClose = std::chrono::milliseconds(500);
 
 std::string errorFrame(const std::string& code, const std::string& message) {
   return terminal::encode(Frame::kError, dumpJson({{"error", {{"code", code}, {"message", message}}}}));
 }
 
-// The last frame before closing: written within a second or not at all.
+// The last frame before closing: written within a second or not at all. Then the connection
+// is half-closed and what the client still sends is read and dropped until it closes its end,
+// for half a second at most: closing a socket with unread bytes in it resets the connection
+// (AF_UNIX gives the peer ECONNRESET), and a client still writing, say the rest of an oversized
+// frame, would then lose the frame that says why.
 void sendLast(int fd, std::string pending, const std::string& frame) {
   pending += frame;
   const auto until = Clock::now() + std::chrono::seconds(1);
@@ -41,6 +47,16 @@ void sendLast(int fd, std::string pending, const std::string& frame) {
     const ssize_t n = ::send(fd, pending.data(), pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno != EAGAIN && errno != EINTR) return;
     if (n > 0) pending.erase(0, static_cast<size_t>(n));
+  }
+  if (::shutdown(fd, SHUT_WR) != 0) return;
+  const auto drain_until = Clock::now() + kDrainBeforeClose;
+  char sink[4096];
+  for (auto now = Clock::now(); now < drain_until; now = Clock::now()) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_until - now).count();
+    if (::poll(&p, 1, static_cast<int>(left) + 1) <= 0) continue;
+    const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;  // the client closed (or broke) its end
   }
 }
 

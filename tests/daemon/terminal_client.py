@@ -7,9 +7,10 @@ UNIX socket, POST a tty command, GET .../terminal with Upgrade, then frames by h
 Modes (each prints one JSON line per result on stdout):
   run ROWS COLS INPUT ARGV_JSON   start ARGV on a ROWSxCOLS terminal, send INPUT (a data frame),
                                   print {"output", "exit"}
-  resize                          resize then `stty size` inside: {"before", "after", "exit"}
-  hostile NAME                    one broken client (oversized, unknown, absurd-size, garbage,
-                                  hangup): {"name", "error", "closed"}
+  resize                          `stty size`, then a resize frame, then `stty size` again:
+                                  {"sizes", "exit"}
+  hostile NAME                    one broken client (oversized, just-over, unknown-type,
+                                  exit-from-client, resize-*, garbage): {"name", "error", "closed"}
   slow STALL_S READ_S             `yes` on the terminal, nothing read for STALL_S seconds (prints
                                   "stalled" when the stall begins), then READ_S seconds of reading:
                                   {"read_bytes", "read_s"}
@@ -113,9 +114,23 @@ if mode == "run":
 elif mode == "resize":
     n = start(["sh", "-c", "read a; stty size; read b; stty size"], 24, 80)
     s, early = attach(n)
-    s.sendall(frame(DATA, b"x\n") + frame(RESIZE, struct.pack(">HH", 40, 120)) + frame(DATA, b"y\n"))
-    out, end = Reader(s, early).until_exit()
-    sizes = [l for l in out.decode(errors="replace").replace("\r", "").split("\n") if l and l[0].isdigit()]
+    r = Reader(s, early)
+
+    def sizes_in(out):
+        return [l for l in out.decode(errors="replace").replace("\r", "").split("\n") if l and l[0].isdigit()]
+
+    # The first size is read before the resize is sent: otherwise the relay may apply the
+    # resize before the command's first `stty size` runs, and both would show the new size.
+    s.sendall(frame(DATA, b"x\n"))
+    before = b""
+    while not sizes_in(before) or not before.replace(b"\r", b"").endswith(b"\n"):
+        f = r.next()
+        if f is None or f[0] != DATA:
+            raise SystemExit(f"resize: the terminal ended before the first size: {f!r} {before!r}")
+        before += f[1]
+    s.sendall(frame(RESIZE, struct.pack(">HH", 40, 120)) + frame(DATA, b"y\n"))
+    out, end = r.until_exit()
+    sizes = sizes_in(before + out)
     print(json.dumps({"sizes": sizes, "exit": end}))
 elif mode == "hostile":
     name = sys.argv[4]
