@@ -26,6 +26,9 @@ namespace corral::cli {
 namespace {
 
 constexpr int kExitCorral = kExitRefused;
+// A forwarded stdin with nothing to send this long ends its request and starts another: well
+// under the daemon's 60 s read timeout, so a producer's pause is not an error.
+constexpr int kStdinIdleMs = 20'000;
 using daemon::Json;
 
 constexpr char kUsage[] =
@@ -161,9 +164,14 @@ int exec(const std::vector<std::string>& args) {
     // Beside the output stream, on a connection of its own; detached: a command that exits
     // before its input ends leaves this thread blocked in read(), and the process exits anyway.
     std::thread([c = *client, target = "/v1/sessions/" + id + "/commands/" + std::to_string(n) + "/stdin"]() mutable {
-      auto r = c.postStream(target, 0);
-      // A command that stopped reading (409) ends its stdin itself; otherwise close it (EOF).
-      if (r && r->status == 200) (void)c.request("DELETE", target);
+      // A producer that pauses ends one request and starts the next (the pipe stays open
+      // between them); a command that stopped reading (409) ends its stdin itself; otherwise
+      // the input's end closes it (EOF).
+      for (bool ended = false; !ended;) {
+        auto r = c.postStream(target, 0, kStdinIdleMs, &ended);
+        if (!r || r->status != 200) return;
+      }
+      (void)c.request("DELETE", target);
     }).detach();
   }
   int exit_code = kExitCorral;

@@ -3,6 +3,7 @@
 #include "daemon/api_client.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <sys/un.h>
@@ -89,7 +90,9 @@ Result<int> ApiClient::getRaw(const std::string& target, const std::function<boo
   while (!p.is_done()) {
     p.get().body().data = chunk;
     p.get().body().size = sizeof chunk;
-    http::read(s, buf, p, ec);
+    // What has arrived, not a full chunk: http::read would hold a line of a command's output
+    // back until 64 KiB had followed it (or the stream ended).
+    http::read_some(s, buf, p, ec);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return Error(Errc::kIo, "daemon: stream: " + ec.message());
     const size_t n = sizeof chunk - p.get().body().size;
@@ -167,7 +170,7 @@ Result<ApiResult> ApiClient::upload(const std::string& target, int fd, uint64_t 
   return r;
 }
 
-Result<ApiResult> ApiClient::postStream(const std::string& target, int fd) {
+Result<ApiResult> ApiClient::postStream(const std::string& target, int fd, int idle_ms, bool* input_ended) {
   ASSIGN_OR_RETURN(int raw, open());
   FdStream s(UniqueFd(raw), kRequestTimeoutMs);
   http::request<http::empty_body> req{http::verb::post, target, 11};
@@ -180,10 +183,18 @@ Result<ApiResult> ApiClient::postStream(const std::string& target, int fd) {
   http::write_header(s, sr, ec);
   if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
   char chunk[65536];
+  *input_ended = false;
   for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, idle_ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) break;  // idle: this body ends, the input goes on in the next one
     const ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // end of input (or an unreadable one: what was read is what it had)
+    if (n <= 0) {  // end of input (or an unreadable one: what was read is what it had)
+      *input_ended = true;
+      break;
+    }
     boost::asio::write(s, http::make_chunk(boost::asio::buffer(chunk, static_cast<size_t>(n))), ec);
     if (ec) break;  // refused or the command stopped reading: the answer below says which
   }

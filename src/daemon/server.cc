@@ -97,6 +97,8 @@ ApiResponse readError(const boost::beast::error_code& ec, uint64_t body_cap) {
 using Parser = http::request_parser<http::buffer_body>;
 
 // The rest of the body, in pieces of at most 64 KiB, into sink: never more than one piece held.
+// Each piece is what has arrived (read_some), not a full 64 KiB: a command's stdin gets a
+// line its client sent at once, not when 64 KiB have piled up behind it.
 Result<uint64_t> pullBody(FdStream& stream, boost::beast::flat_buffer& buf, Parser& parser, const BodySink& sink) {
   char chunk[65536];
   uint64_t total = 0;
@@ -104,7 +106,7 @@ Result<uint64_t> pullBody(FdStream& stream, boost::beast::flat_buffer& buf, Pars
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
     boost::beast::error_code ec;
-    http::read(stream, buf, parser, ec);
+    http::read_some(stream, buf, parser, ec);
     if (ec == http::error::need_buffer) ec = {};
     if (ec == http::error::body_limit) return Error(Errc::kLimit, "request body over its cap");
     if (ec) return Error(Errc::kIo, "request body: " + ec.message());

@@ -80,6 +80,9 @@ bool eventually(F f) {
   return f();
 }
 
+// A process's resident memory (VmRSS), or -1 once it is gone.
+long rssKiB(pid_t pid);
+
 // Mount points below dir (this process's view: the host's).
 std::vector<std::string> mountsUnder(const std::string& dir);
 

@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Commands' stdin (docs/api.md, Commands): `corral session exec` forwards its own stdin when it
 // is neither a terminal nor /dev/null, `--detach` gives none; through the API a command started
-// with "stdin": true is fed by POST .../stdin (streamed, kept open) and ended by DELETE.
+// with "stdin": true is fed by POST .../stdin (streamed, kept open) and ended by DELETE; a
+// command that reads none of it stalls the writer instead of the daemon's memory
+// (claims/daemon.toml: daemon.stdin-bounded).
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -67,6 +74,28 @@ TEST_F(DaemonStdin, ACommandThatStopsReadingEndsNormally) {
   EXPECT_EQ(r.out, "yyy") << r.describe();
 }
 
+// A producer that pauses longer than the daemon's 60 s read timeout: the CLI ends its request
+// after 20 s without input and starts another, so nothing is lost and end of file still comes.
+// The pause is the thing tested (a wall-clock gap in the input), not a synchronisation.
+TEST_F(DaemonStdin, ExecForwardsAStdinThatPausesLongerThanTheDaemonsReadTimeout) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  RunOptions o;
+  o.stdin_fd = p[0];
+  o.env_extra = {"CORRAL_SOCKET=" + d_->socket()};
+  o.deadline = std::chrono::seconds(150);
+  Process cli = Process::start({corralBin(), "session", "exec", id_, "--", "cat"}, o);
+  ::close(p[0]);
+  ASSERT_EQ(::write(p[1], "before\n", 7), 7);
+  EXPECT_EQ(cli.readLine(std::chrono::seconds(30)).value_or("(none)"), "before") << "the first line was not streamed";
+  std::this_thread::sleep_for(std::chrono::seconds(61));
+  ASSERT_EQ(::write(p[1], "after\n", 6), 6);
+  ::close(p[1]);
+  EXPECT_EQ(cli.readLine(std::chrono::seconds(30)).value_or("(none)"), "after") << "input after the pause was lost";
+  RunResult r = cli.wait();
+  EXPECT_EQ(r.exit_code, 0) << "cat saw no end of file after the pause: " << r.describe();
+}
+
 TEST_F(DaemonStdin, DevNullAndDetachGiveTheCommandNoInput) {
   RunResult r = d_->cli({"session", "exec", id_, "--", "cat"});  // the harness's stdin: /dev/null
   EXPECT_EQ(r.exit_code, 0) << r.describe();
@@ -122,9 +151,127 @@ TEST_F(DaemonStdin, WritingToAnEndedCommandIsAConflict) {
   ASSERT_EQ(started.status, 201) << started.body;
   const std::string base = commandPath(started);
   ASSERT_TRUE(eventually([&] { return d_->curl("GET", base).json()["state"] == "exited"; }));
-  auto late = d_->curl("POST", base + "/stdin", std::string(200000, 'x'));
+  // More than a pipe holds, less than one argument to curl may be (MAX_ARG_STRLEN, 128 KiB).
+  auto late = d_->curl("POST", base + "/stdin", std::string(100000, 'x'));
   EXPECT_EQ(late.status, 409) << late.body;
   EXPECT_EQ(d_->curl("GET", "/v1/health").status, 200);
+}
+
+// ---- daemon.stdin-bounded ----
+
+// One chunked POST .../stdin on a raw connection, written as fast as the daemon's side takes it.
+class StdinFlood {
+ public:
+  StdinFlood(const std::string& socket_path, const std::string& target) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, socket_path.c_str(), sizeof a.sun_path - 1);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+    pending_ = "POST " + target + " HTTP/1.1\r\nHost: corral\r\nContent-Type: application/octet-stream\r\n" +
+               "Transfer-Encoding: chunked\r\n\r\n";
+    head_bytes_ = pending_.size();
+    chunk_ = "10000\r\n" + std::string(65536, 's') + "\r\n";
+  }
+  ~StdinFlood() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  StdinFlood(const StdinFlood&) = delete;
+  StdinFlood& operator=(const StdinFlood&) = delete;
+  bool connected() const { return !pending_.empty(); }
+  // Sends for `window`, sampling pid's VmRSS every 100 ms: body bytes the kernel took, the
+  // seconds since the last of them went, and the peak VmRSS seen.
+  struct Stats {
+    uint64_t sent = 0;
+    double idle_s = 0;
+    long peak_rss_kib = 0;
+  };
+  Stats sendFor(std::chrono::milliseconds window, pid_t pid) {
+    using Clock = std::chrono::steady_clock;
+    Stats st;
+    const auto start = Clock::now(), until = start + window;
+    auto last_progress = start, next_sample = start;
+    uint64_t wire = 0;
+    while (Clock::now() < until) {
+      if (Clock::now() >= next_sample) {
+        st.peak_rss_kib = std::max(st.peak_rss_kib, rssKiB(pid));
+        next_sample += std::chrono::milliseconds(100);
+      }
+      if (pending_.size() < chunk_.size()) pending_ += chunk_;
+      pollfd p{fd_, POLLOUT, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      const ssize_t n = ::send(fd_, pending_.data(), pending_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) break;
+      if (n <= 0) continue;
+      pending_.erase(0, static_cast<size_t>(n));
+      wire += static_cast<uint64_t>(n);
+      last_progress = Clock::now();
+    }
+    st.sent = wire > head_bytes_ ? wire - head_bytes_ : 0;
+    st.idle_s = std::chrono::duration<double>(Clock::now() - last_progress).count();
+    return st;
+  }
+  // Ends the body (half-closes the connection) and reads the answer's status, 0 if none.
+  int status() {
+    ::shutdown(fd_, SHUT_WR);
+    std::string got;
+    char buf[4096];
+    while (got.find("\r\n") == std::string::npos) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 30'000) <= 0) return 0;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return 0;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return got.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(got.c_str() + 9) : 0;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string pending_, chunk_;
+  size_t head_bytes_ = 0;
+};
+
+TEST(DaemonStdinBounded, ACommandThatReadsNoStdinStallsTheWriterNotTheDaemonsMemory) {
+  Daemon d;
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  const std::string id = d.createSession();
+  ASSERT_FALSE(id.empty()) << d.stderrText();
+  const auto startCommand = [&](const std::string& argv) {
+    auto started = d.curl("POST", "/v1/sessions/" + id + "/commands", R"({"argv":)" + argv + R"(,"stdin":true})");
+    EXPECT_EQ(started.status, 201) << started.body;
+    return "/v1/sessions/" + id + "/commands/" + std::to_string(started.json().value("id", 0));
+  };
+  constexpr auto kWindow = std::chrono::seconds(3);
+  constexpr uint64_t kBoundBytes = uint64_t{4} << 20;
+  constexpr long kRssBoundKiB = 8 * 1024;
+
+  // The command never reads its stdin: once the pipe, the daemon's one piece and the socket
+  // buffers are full, the writer gets nowhere, and the daemon does not hold the rest.
+  const std::string idle = startCommand(R"(["sleep","120"])");
+  StdinFlood stalled(d.socket(), idle + "/stdin");
+  ASSERT_TRUE(stalled.connected());
+  const long rss_before = rssKiB(d.pid());
+  const StdinFlood::Stats st = stalled.sendFor(kWindow, d.pid());
+  std::printf("stalled writer: %llu bytes taken, idle for the last %.2f s, daemon VmRSS %ld -> %ld KiB\n",
+              static_cast<unsigned long long>(st.sent), st.idle_s, rss_before, st.peak_rss_kib);
+  EXPECT_LT(st.sent, kBoundBytes) << "daemon.stdin-bounded broken: a command that reads nothing took this much of its stdin";
+  EXPECT_GT(st.idle_s, 1.0) << "daemon.stdin-bounded broken: the writer was still getting bytes through at the end";
+  EXPECT_LT(st.peak_rss_kib - rss_before, kRssBoundKiB) << "daemon.stdin-bounded broken: the daemon grew while the writer was stalled";
+  // The command's end releases the stalled writer: 409, and the daemon serves on.
+  EXPECT_EQ(d.curl("POST", idle + "/signal", R"({"signal":9})").status, 200);
+  EXPECT_EQ(stalled.status(), 409) << "the stalled stdin request was not refused once its command was gone";
+
+  // Control: the same writer against a command that reads everything gets far past the bound
+  // in the same time, so staying under it above is the stall, not a slow writer.
+  const std::string reader = startCommand(R"(["sh","-c","cat >/dev/null"])");
+  StdinFlood flowing(d.socket(), reader + "/stdin");
+  ASSERT_TRUE(flowing.connected());
+  const StdinFlood::Stats ctl = flowing.sendFor(kWindow, d.pid());
+  std::printf("control writer: %llu bytes taken\n", static_cast<unsigned long long>(ctl.sent));
+  EXPECT_GT(ctl.sent, 4 * kBoundBytes) << "control: a reading command took too little for the bound to mean anything";
+  EXPECT_EQ(d.curl("POST", reader + "/signal", R"({"signal":9})").status, 200);
+  EXPECT_EQ(d.curl("GET", "/v1/health").status, 200) << d.stderrText();
 }
 
 }  // namespace

@@ -6,8 +6,6 @@
 // frames refused; a client that stops reading costs the daemon and the shim bounded memory.
 #include <signal.h>
 
-#include <sstream>
-
 #include <gtest/gtest.h>
 
 #include "daemon_fixture.h"
@@ -159,13 +157,6 @@ TEST_F(DaemonTerminalFramesChecked, TerminalRequestsOutsideTheProtocolAreRefused
 }
 
 // ---- daemon.terminal-bounded ----
-
-long rssKiB(pid_t pid) {
-  std::istringstream in(readHostFile("/proc/" + std::to_string(pid) + "/status"));
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind("VmRSS:", 0) == 0) return std::atol(l.c_str() + 6);
-  return -1;
-}
 
 TEST(DaemonTerminalBounded, AReaderThatStopsStopsTheCommandNotTheDaemonsMemory) {
   Daemon d;
