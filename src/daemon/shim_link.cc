@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "daemon/fd_receive.h"
 #include "daemon/shim.h"
 #include "daemon/unix_address.h"
 
@@ -143,22 +144,8 @@ Result<Json> ShimLink::call(const Json& req, UniqueFd* fd) {
   }
   if (rc <= 0) return Error(Errc::kIo, "session shim: no answer in time");
   std::string buf(kMaxControlBytes, '\0');
-  iovec iov{buf.data(), buf.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  const ssize_t n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC);
+  const ssize_t n = recvWithFd(fd_.get(), buf.data(), buf.size(), fd);
   if (n <= 0) return Error(Errc::kIo, "session shim: connection closed");
-  if (cmsghdr* c = CMSG_FIRSTHDR(&msg); c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-                                        c->cmsg_len == CMSG_LEN(sizeof(int))) {
-    int passed;
-    std::memcpy(&passed, CMSG_DATA(c), sizeof passed);
-    UniqueFd owned(passed);
-    if (fd) *fd = std::move(owned);
-  }
   buf.resize(static_cast<size_t>(n));
   ASSIGN_OR_RETURN(Json res, parseJson(buf));
   if (!res.is_object() || !res.contains("ok") || res["ok"] != true)

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "daemon/fd_receive.h"
 #include "daemon/json_fields.h"
 #include "daemon/session_spec.h"
 #include "daemon/shim.h"
@@ -355,22 +356,9 @@ void Shim::finish(Command& cmd, int wait_status) {
 
 void Shim::onInit() {
   alignas(ses::Packet) char buf[128];
-  iovec iov{buf, sizeof buf};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  const ssize_t n = ::recvmsg(io_.sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n <= 0) return;
   UniqueFd passed;  // a tty command's master (closed here unless handed on)
-  if (cmsghdr* c = CMSG_FIRSTHDR(&msg); c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-                                        c->cmsg_len == CMSG_LEN(sizeof(int))) {
-    int fd;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    passed.reset(fd);
-  }
+  const ssize_t n = recvWithFd(io_.sock, buf, sizeof buf, &passed, MSG_DONTWAIT);
+  if (n <= 0) return;
   if (static_cast<size_t>(n) == sizeof(sandbox::sync::Message)) {
     // A command's own report that its setup or execve failed: it comes before init's
     // kSpawned for it (init waits, vfork-style, until the command has exec'd or died).

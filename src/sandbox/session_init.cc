@@ -18,6 +18,7 @@
 
 #include <cstring>
 
+#include "base/fd_passing.h"
 #include "sandbox/netns.h"
 #include "sandbox/session_protocol.h"
 
@@ -38,38 +39,14 @@ char* g_argv[kMaxStrings + 1];
 char* g_envp[kMaxStrings + 1];
 const char* g_paths[kMaxStrings];
 
-void reply(Op op, uint32_t cmd, int32_t pid, int32_t value) {
+// fd >= 0 (kSpawned of a tty command: the terminal's master) goes along as SCM_RIGHTS.
+void reply(Op op, uint32_t cmd, int32_t pid, int32_t value, int fd = -1) {
   Packet p{};
   p.op = op;
   p.cmd = cmd;
   p.pid = pid;
   p.value = value;
-  while (::send(kSock, &p, sizeof p, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
-}
-
-// kSpawned with the terminal's master (fd >= 0) passed along.
-void replyWithFd(uint32_t cmd, int32_t pid, int fd) {
-  Packet p{};
-  p.op = Op::kSpawned;
-  p.cmd = cmd;
-  p.pid = pid;
-  iovec iov{&p, sizeof p};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    ::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  while (::sendmsg(kSock, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
+  (void)sendWithFd(kSock, &p, sizeof p, fd);
 }
 
 // A new terminal of the sandbox's own devpts instance (never the host's: /dev/pts here is the
@@ -270,7 +247,7 @@ void serve(const child::Context& ctx, const sigset_t& waited, int proxy_listen) 
         int master = -1;
         const int32_t pid = n == (p.tty ? 1 : kSpawnFds) ? spawn(ctx, p, passed, &master) : -EINVAL;
         closeAll(passed, n);
-        replyWithFd(p.cmd, pid, master);
+        reply(Op::kSpawned, p.cmd, pid, 0, master);
         if (master >= 0) ::close(master);  // the shim has it now
       } else {
         closeAll(passed, n);

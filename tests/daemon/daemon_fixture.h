@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -58,6 +59,24 @@ class Daemon {
   std::vector<std::string> extra_;
   std::optional<Process> proc_;
   TempDir logs_{"daemonlog"};
+};
+
+// A suite sharing one daemon and one session (made once per suite): its tests start their
+// own commands in it.
+class SharedSessionSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    d_ = new Daemon();
+    if (d_->start()) id_ = d_->createSession();
+  }
+  static void TearDownTestSuite() {
+    delete d_;
+    d_ = nullptr;
+    id_.clear();
+  }
+  void SetUp() override { ASSERT_FALSE(id_.empty()) << "no session: " << d_->stderrText(); }
+  static inline Daemon* d_ = nullptr;
+  static inline std::string id_;
 };
 
 // The shims of sessions on the host: processes whose cmdline is corral-core __session-shim DIR
