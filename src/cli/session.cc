@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `corral session create|exec|ls|show|rm|cp|pause|resume`: options into API requests, answers onto
+// `corral session create|exec|attach|ls|show|rm|cp|pause|resume`: options into API requests, answers onto
 // the terminal.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "audit/base64.h"
 #include "base/unique_fd.h"
@@ -18,12 +19,16 @@
 #include "cli/daemon_args.h"
 #include "cli/daemon_call.h"
 #include "cli/option_echo.h"
+#include "cli/session_terminal.h"
 #include "daemon/api_client.h"
 
 namespace corral::cli {
 namespace {
 
 constexpr int kExitCorral = kExitRefused;
+// A forwarded stdin with nothing to send this long ends its request and starts another: well
+// under the daemon's 60 s read timeout, so a producer's pause is not an error.
+constexpr int kStdinIdleMs = 20'000;
 using daemon::Json;
 
 constexpr char kUsage[] =
@@ -34,7 +39,11 @@ constexpr char kUsage[] =
     "         [--allow-internal CIDR]... [--credential NAME]... [--json]\n"
     "         (--credential: a record of `corral credential add`, leased through the session's proxy;\n"
     "          with --profile every other option may only narrow the profile: corral profile --help)\n"
-    "  exec ID [--env K=V]... [--cwd REL] [--timeout D] [--detach] [--json] -- CMD [ARGS...]\n"
+    "  exec ID [--env K=V]... [--cwd REL] [--timeout D] [--tty] [--detach] [--json] -- CMD [ARGS...]\n"
+    "         (stdin, unless it is a terminal or /dev/null, is the command's; --tty: a terminal in the\n"
+    "          sandbox instead, this one raw meanwhile; --detach: no stdin, prints the command's number)\n"
+    "  attach ID [--env K=V]... [--cwd REL] [-- CMD [ARGS...]]  an interactive shell (bash, else sh) on a\n"
+    "         terminal in the sandbox; its exit status is attach's\n"
     "  ls [--json]    show ID [--json]    rm ID [--keep-workspace]\n"
     "  cp ID:PATH LOCAL    cp LOCAL ID:PATH    (PATH relative to /workspace)\n"
     "  pause ID    resume ID    (the cgroup freezer: corral doctor says whether this host has one)\n"
@@ -118,8 +127,16 @@ int create(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Whether exec hands its stdin to the command: not a terminal (that needs --tty), not
+// /dev/null and not closed (nothing to send: the command gets /dev/null without a request).
+bool forwardsStdin() {
+  struct stat st, null_st;
+  if (::isatty(0) || ::fstat(0, &st) != 0) return false;
+  return !(S_ISCHR(st.st_mode) && ::stat("/dev/null", &null_st) == 0 && st.st_rdev == null_st.st_rdev);
+}
+
 int exec(const std::vector<std::string>& args) {
-  auto s = scanArgs(args, {{"--env", true, true}, {"--cwd", true}, {"--timeout", true}, {"--detach", false}, {"--json", false}}, 1);
+  auto s = scanArgs(args, {{"--env", true, true}, {"--cwd", true}, {"--timeout", true}, {"--detach", false}, {"--json", false}, {"--tty", false}}, 1);
   if (!s) return failLine("exec: " + s.error().message());
   if (s->positional.size() != 1 || s->rest.empty()) return failLine("exec: usage: corral session exec ID [options] -- CMD [ARGS...]");
   const std::string id = s->positional[0];
@@ -127,6 +144,12 @@ int exec(const std::vector<std::string>& args) {
   if (s->has("--env")) body["env"] = s->all("--env");
   if (s->has("--cwd")) body["cwd"] = s->get("--cwd");
   if (s->has("--timeout")) body["timeout"] = s->get("--timeout");
+  if (s->has("--tty")) {
+    if (s->has("--detach")) return failLine("exec: --tty and --detach exclude each other");
+    return terminalExec(id, body, s->has("--json"));
+  }
+  const bool forward = !s->has("--detach") && forwardsStdin();
+  if (forward) body["stdin"] = true;
   auto started = call("POST", "/v1/sessions/" + id + "/commands", body, 201);
   if (!started) return kExitCorral;
   const int64_t n = (*started)["id"].get<int64_t>();
@@ -137,6 +160,20 @@ int exec(const std::vector<std::string>& args) {
   }
   auto client = daemon::ApiClient::connect();
   if (!client) return failLine(client.error().message());
+  if (forward) {
+    // Beside the output stream, on a connection of its own; detached: a command that exits
+    // before its input ends leaves this thread blocked in read(), and the process exits anyway.
+    std::thread([c = *client, target = "/v1/sessions/" + id + "/commands/" + std::to_string(n) + "/stdin"]() mutable {
+      // A producer that pauses ends one request and starts the next (the pipe stays open
+      // between them); a command that stopped reading (409) ends its stdin itself; otherwise
+      // the input's end closes it (EOF).
+      for (bool ended = false; !ended;) {
+        auto r = c.postStream(target, 0, kStdinIdleMs, &ended);
+        if (!r || r->status != 200) return;
+      }
+      (void)c.request("DELETE", target);
+    }).detach();
+  }
   int exit_code = kExitCorral;
   std::optional<Json> report;
   std::string error;
@@ -338,6 +375,7 @@ int sessionMain(const std::vector<std::string>& args) {
   if (args[0] == "cp") return copy(rest);
   if (args[0] == "pause" || args[0] == "resume") return pauseOrResume(rest, args[0]);
   if (args[0] == "recover") return recover(rest);
+  if (args[0] == "attach") return attach(rest);
   return failLine("unknown command " + optionName(args[0]) + " (try corral session --help)");
 }
 

@@ -21,7 +21,7 @@ constexpr const char* kUsage =
     "                                    check a workspace's .corral audit record\n"
     "  keygen --out DIR                  write an Ed25519 audit key pair (private key mode 0600)\n"
     "  daemon [--state-dir DIR] [--socket PATH]  serve persistent sessions over a UNIX socket\n"
-    "  session create|exec|ls|show|rm|cp|pause|resume    sessions of a running daemon (corral session --help)\n"
+    "  session create|exec|attach|ls|show|rm|cp|pause|resume  sessions of a running daemon (corral session --help)\n"
     "  credential add|rotate|ls|show|rm                   write-only credential records (corral credential --help)\n"
     "  profile add|ls|show|rm                             startup profiles for sessions (corral profile --help)\n"
     "  wasm compile|run MODULE.wasm ...  a WebAssembly guest, deny-by-default (corral wasm --help)\n"

@@ -31,7 +31,9 @@ Result<Json> jsonBody(const ApiRequest& req) {
 }
 
 bool isStreamedUpload(const std::string& method, const std::vector<std::string>& segments) {
-  return method == "PUT" && segments.size() >= 5 && segments[0] == "v1" && segments[1] == "sessions" && segments[3] == "files";
+  if (segments.size() < 5 || segments[0] != "v1" || segments[1] != "sessions") return false;
+  return (method == "PUT" && segments[3] == "files") ||
+         (method == "POST" && segments.size() == 6 && segments[3] == "commands" && segments[5] == "stdin");
 }
 
 ApiResponse route(const ApiRequest& req, ApiContext& ctx) {

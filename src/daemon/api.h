@@ -29,10 +29,12 @@ struct ApiRequest {
   std::vector<std::string> segments;  // "/v1/sessions/x" -> {"v1", "sessions", "x"}
   std::string body;                   // whole (at most kMaxBodyBytes), unless streamed
   BodyStream body_stream;             // set instead of body for uploads (isStreamedUpload)
+  std::string upgrade;                // the Upgrade header's protocol when the request asks for one
   Peer peer;
 };
 
-// PUT /v1/sessions/{id}/files/...: its body is streamed to the handler, never held whole.
+// PUT /v1/sessions/{id}/files/... and POST .../commands/{n}/stdin: the body is streamed to the
+// handler, never held whole.
 bool isStreamedUpload(const std::string& method, const std::vector<std::string>& segments);
 
 // Writes one chunk to the client; false once it is gone.
@@ -43,6 +45,10 @@ struct ApiResponse {
   Json body;
   std::function<void(const ChunkWriter&)> stream;  // set: a chunked body of content_type
   std::string content_type = "application/x-ndjson";
+  // Set (status 101): the server answers Switching Protocols to `upgrade_protocol`, then hands
+  // the connection over: its fd and the bytes already read past the request's head.
+  std::function<void(int fd, std::string early)> upgrade;
+  std::string upgrade_protocol;
 };
 
 struct ApiContext {

@@ -2,9 +2,13 @@
 // Requests to the daemon: one connection each, JSON in and out, streams read incrementally.
 #include "daemon/api_client.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <sys/un.h>
 
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <algorithm>
@@ -86,7 +90,9 @@ Result<int> ApiClient::getRaw(const std::string& target, const std::function<boo
   while (!p.is_done()) {
     p.get().body().data = chunk;
     p.get().body().size = sizeof chunk;
-    http::read(s, buf, p, ec);
+    // What has arrived, not a full chunk: http::read would hold a line of a command's output
+    // back until 64 KiB had followed it (or the stream ended).
+    http::read_some(s, buf, p, ec);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return Error(Errc::kIo, "daemon: stream: " + ec.message());
     const size_t n = sizeof chunk - p.get().body().size;
@@ -128,18 +134,47 @@ Result<ApiResult> ApiClient::download(const std::string& target, const std::func
   return r;
 }
 
-Result<ApiResult> ApiClient::upload(const std::string& target, int fd, uint64_t size) {
-  ASSIGN_OR_RETURN(int raw, open());
-  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
-  http::request<http::empty_body> req{http::verb::put, target, 11};
+namespace {
+
+// The head of a request whose octet-stream body the caller then writes itself: of size bytes,
+// or chunked when size is none.
+Result<void> writeBodyHead(FdStream& s, http::verb verb, const std::string& target, std::optional<uint64_t> size) {
+  http::request<http::empty_body> req{verb, target, 11};
   req.set(http::field::host, "corral");
   req.set(http::field::content_type, "application/octet-stream");
-  req.content_length(size);
+  if (size) req.content_length(*size);
+  else req.chunked(true);
   req.keep_alive(false);
   boost::beast::error_code ec;
   http::request_serializer<http::empty_body> sr{req};
   http::write_header(s, sr, ec);
   if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
+  return {};
+}
+
+// The answer to such a request. A refusal may come before the whole body was taken (the
+// daemon then closes), so it is read even when sending failed (send_ec).
+Result<ApiResult> readBodyAnswer(FdStream& s, const boost::beast::error_code& send_ec) {
+  boost::beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64u << 10);
+  boost::beast::error_code rec;
+  http::read(s, buf, p, rec);
+  if (rec) return Error(Errc::kIo, "daemon: " + (send_ec ? send_ec.message() : rec.message()));
+  ApiResult r;
+  r.status = static_cast<int>(p.get().result_int());
+  auto j = parseJson(p.get().body());
+  r.body = j ? *j : Json();
+  return r;
+}
+
+}  // namespace
+
+Result<ApiResult> ApiClient::upload(const std::string& target, int fd, uint64_t size) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
+  RETURN_IF_ERROR(writeBodyHead(s, http::verb::put, target, size));
+  boost::beast::error_code ec;
   char chunk[65536];
   for (uint64_t sent = 0; sent < size && !ec;) {
     const ssize_t n = ::read(fd, chunk, static_cast<size_t>(std::min<uint64_t>(sizeof chunk, size - sent)));
@@ -149,19 +184,59 @@ Result<ApiResult> ApiClient::upload(const std::string& target, int fd, uint64_t 
     boost::asio::write(s, boost::asio::buffer(chunk, static_cast<size_t>(n)), ec);
     sent += static_cast<uint64_t>(n);
   }
-  // A refusal may come before the whole body was taken (the daemon then closes): its answer
-  // is still read below.
+  return readBodyAnswer(s, ec);
+}
+
+Result<ApiResult> ApiClient::postStream(const std::string& target, int fd, int idle_ms, bool* input_ended) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
+  RETURN_IF_ERROR(writeBodyHead(s, http::verb::post, target, std::nullopt));
+  boost::beast::error_code ec;
+  char chunk[65536];
+  *input_ended = false;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, idle_ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) break;  // idle: this body ends, the input goes on in the next one
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // end of input (or an unreadable one: what was read is what it had)
+      *input_ended = true;
+      break;
+    }
+    boost::asio::write(s, http::make_chunk(boost::asio::buffer(chunk, static_cast<size_t>(n))), ec);
+    if (ec) break;  // refused or the command stopped reading: the answer below says which
+  }
+  if (!ec) boost::asio::write(s, http::make_chunk_last(), ec);
+  return readBodyAnswer(s, ec);
+}
+
+Result<UniqueFd> ApiClient::upgrade(const std::string& target, const std::string& protocol, std::string* early) {
+  ASSIGN_OR_RETURN(int raw, open());
+  FdStream s(UniqueFd(raw), kRequestTimeoutMs);
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, "corral");
+  req.set(http::field::connection, "Upgrade");
+  req.set(http::field::upgrade, protocol);
+  boost::beast::error_code ec;
+  http::write(s, req, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
   boost::beast::flat_buffer buf;
   http::response_parser<http::string_body> p;
   p.body_limit(64u << 10);
-  boost::beast::error_code rec;
-  http::read(s, buf, p, rec);
-  if (rec) return Error(Errc::kIo, "daemon: " + (ec ? ec.message() : rec.message()));
+  http::read_header(s, buf, p, ec);
+  if (ec) return Error(Errc::kIo, "daemon: " + ec.message());
   ApiResult r;
   r.status = static_cast<int>(p.get().result_int());
+  if (r.status == 101) {
+    *early = boost::beast::buffers_to_string(buf.data());
+    return UniqueFd(::fcntl(s.fd(), F_DUPFD_CLOEXEC, 3));  // FdStream closes its own
+  }
+  http::read(s, buf, p, ec);
   auto j = parseJson(p.get().body());
   r.body = j ? *j : Json();
-  return r;
+  return Error(Errc::kRefused, apiErrorMessage(r));
 }
 
 std::string apiErrorMessage(const ApiResult& r) {

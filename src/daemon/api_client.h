@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "daemon/json_fields.h"
 #include "daemon/paths.h"
 
@@ -31,6 +32,13 @@ class ApiClient {
   Result<ApiResult> download(const std::string& target, const std::function<bool(std::string_view)>& on_bytes);
   // PUT target with size bytes read from fd as the body, sent as they are read.
   Result<ApiResult> upload(const std::string& target, int fd, uint64_t size);
+  // POST target with what fd holds as a chunked body, sent as it is read, until fd's end
+  // (*input_ended) or until fd has had nothing for idle_ms (the body ends there, so the
+  // server's read timeout never cuts a slow producer off: the caller posts again).
+  Result<ApiResult> postStream(const std::string& target, int fd, int idle_ms, bool* input_ended);
+  // GET target asking to upgrade to protocol: on 101, the connection and the bytes read past
+  // the answer's head (*early); any other answer comes back as an Error with its message.
+  Result<UniqueFd> upgrade(const std::string& target, const std::string& protocol, std::string* early);
 
  private:
   explicit ApiClient(SocketChoice where) : where_(std::move(where)) {}

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// /v1/sessions/{id}/commands[/{n}[/output|/signal]]: start, inspect, stream, signal.
+// /v1/sessions/{id}/commands[/{n}[/output|/signal|/stdin|/terminal]]: start, inspect, stream,
+// signal, feed stdin, attach a terminal.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <memory>
+
 #include "audit/base64.h"
 #include "base/read_fd.h"
 #include "base/unique_fd.h"
 #include "daemon/api.h"
+#include "daemon/command_io.h"
 #include "daemon/session_spec.h"
 #include "daemon/sessions.h"
+#include "daemon/terminal_frame.h"
+#include "daemon/terminal_relay.h"
 #include "policy/units.h"
 
 namespace corral::daemon {
@@ -18,6 +24,7 @@ namespace {
 
 constexpr int kLivenessCheckMs = 2000;  // an idle stream asks whether the shim is still there
 constexpr size_t kFrameBytes = size_t{48} * 1024;
+constexpr int kStdinWaitMs = 60'000;  // a command that reads nothing this long fails the write
 
 // Sends what was appended to a spool file since the last call, as NDJSON frames.
 bool pumpFile(int fd, const char* stream, const ChunkWriter& write) {
@@ -72,6 +79,72 @@ Result<int64_t> commandNumber(const std::string& text) {
   return static_cast<int64_t>(*n);
 }
 
+// Writes all of data to a command's stdin pipe, waiting while it is full (the command reads
+// slowly: the request is slowed, nothing piles up here). EPIPE: the command stopped reading.
+Result<void> writeStdin(int fd, std::string_view data, int64_t n) {
+  while (!data.empty()) {
+    const ssize_t w = ::write(fd, data.data(), data.size());
+    if (w > 0) {
+      data.remove_prefix(static_cast<size_t>(w));
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EPIPE) return Error(kConflict, "command " + std::to_string(n) + " no longer reads its stdin");
+    if (w < 0 && errno != EAGAIN) return sysError("stdin of command " + std::to_string(n));
+    pollfd p{fd, POLLOUT, 0};
+    const int rc = ::poll(&p, 1, kStdinWaitMs);
+    if (rc == 0) return Error(kConflict, "command " + std::to_string(n) + " read none of its stdin for " + std::to_string(kStdinWaitMs / 1000) + " s");
+    if (rc > 0 && (p.revents & POLLERR)) return Error(kConflict, "command " + std::to_string(n) + " no longer reads its stdin");
+  }
+  return {};
+}
+
+// POST .../stdin: the streamed body into the pipe; it stays open for the next POST. DELETE
+// closes it (the command reads end of file).
+ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string& id, int64_t n) {
+  auto dir = ctx.sessions.commandDir(req.peer, id, n);  // the caller's command, or 404
+  if (!dir) return errorResponse(dir.error());
+  if (req.method == "DELETE") {
+    if (!req.body.empty()) return errorResponse(400, "invalid_request", "DELETE takes no body");
+    auto fd = commandIo().take(id, n, CommandIo::Kind::kStdin);
+    if (!fd) return errorResponse(fd.error());
+    return {200, Json{{"id", n}, {"session", id}, {"stdin", "closed"}}, nullptr};
+  }
+  if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST, DELETE");
+  if (!req.body_stream) return errorResponse(400, "invalid_request", "a body is required");
+  auto fd = commandIo().borrow(id, n, CommandIo::Kind::kStdin);
+  if (!fd) return errorResponse(fd.error());
+  Result<void> wrote;
+  auto got = req.body_stream([&](std::string_view piece) -> Result<void> {
+    wrote = writeStdin(*fd, piece, n);
+    return wrote;
+  });
+  commandIo().giveBack(id, n);
+  if (!wrote) return errorResponse(wrote.error());
+  if (!got) return errorResponse(got.error().code() == static_cast<int>(Errc::kLimit) ? 413 : 400, "invalid_request", got.error().message());
+  return {200, Json{{"id", n}, {"session", id}, {"stdin", "open"}, {"bytes", *got}}, nullptr};
+}
+
+// GET .../terminal with Upgrade: corral-terminal.v1: 101, then frames (terminal_relay.h).
+ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::string& id, int64_t n) {
+  if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET");
+  if (!req.body.empty()) return errorResponse(400, "invalid_request", "GET takes no body");
+  if (req.upgrade != terminal::kProtocol)
+    return errorResponse(426, "upgrade_required", std::string("a terminal is an upgraded connection: Connection: Upgrade, Upgrade: ") + terminal::kProtocol);
+  auto dir = ctx.sessions.commandDir(req.peer, id, n);
+  if (!dir) return errorResponse(dir.error());
+  auto master = commandIo().take(id, n, CommandIo::Kind::kTerminal);
+  if (!master) return errorResponse(master.error());
+  auto shared = std::make_shared<UniqueFd>(std::move(*master));
+  Sessions& sessions = ctx.sessions;
+  ApiResponse res{101, nullptr, nullptr};
+  res.upgrade_protocol = terminal::kProtocol;
+  res.upgrade = [shared, d = *dir, id, n, peer = req.peer, &sessions](int fd, std::string early) {
+    relayTerminal({fd, std::move(early), std::move(*shared), d, [&sessions, id] { return sessions.alive(id); }});
+    (void)sessions.command(peer, id, n);  // its end recorded (and its event sent) at once
+  };
+  return res;
+}
 
 }  // namespace
 
@@ -85,7 +158,19 @@ std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx)
     if (!body) return errorResponse(body.error());
     auto cmd = parseCommandSpec(*body);
     if (!cmd) return errorResponse(cmd.error());
-    return answer(ctx.sessions.startCommand(req.peer, id, *cmd), 201);
+    UniqueFd io;
+    auto started = ctx.sessions.startCommand(req.peer, id, *cmd, &io);
+    if (!started) return errorResponse(started.error());
+    if ((cmd->stdin_open || cmd->tty) && !io.valid()) return errorResponse(500, "internal", "the shim passed no stdin or terminal");
+    const int64_t n = (*started)["id"].get<int64_t>();
+    if (io.valid()) {
+      ::fcntl(io.get(), F_SETFL, ::fcntl(io.get(), F_GETFL) | O_NONBLOCK);
+      const auto kind = cmd->tty ? CommandIo::Kind::kTerminal : CommandIo::Kind::kStdin;
+      auto dir = ctx.sessions.commandDir(req.peer, id, n);
+      commandIo().put(id, n, kind, std::move(io), dir ? *dir : std::string());
+      (*started)[cmd->tty ? "tty" : "stdin"] = true;
+    }
+    return ApiResponse{201, std::move(*started), nullptr};
   }
   auto n = commandNumber(seg[4]);
   if (!n) return errorResponse(n.error());
@@ -105,6 +190,8 @@ std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx)
                          (void)sessions.command(peer, id, n);  // its end recorded (and its event sent) at once
                        }};
   }
+  if (seg[5] == "stdin") return stdinRoute(req, ctx, id, *n);
+  if (seg[5] == "terminal") return terminalRoute(req, ctx, id, *n);
   if (seg[5] == "signal") {
     if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST");
     auto body = jsonBody(req);

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cstring>
@@ -96,6 +97,8 @@ ApiResponse readError(const boost::beast::error_code& ec, uint64_t body_cap) {
 using Parser = http::request_parser<http::buffer_body>;
 
 // The rest of the body, in pieces of at most 64 KiB, into sink: never more than one piece held.
+// Each piece is what has arrived (read_some), not a full 64 KiB: a command's stdin gets a
+// line its client sent at once, not when 64 KiB have piled up behind it.
 Result<uint64_t> pullBody(FdStream& stream, boost::beast::flat_buffer& buf, Parser& parser, const BodySink& sink) {
   char chunk[65536];
   uint64_t total = 0;
@@ -103,7 +106,7 @@ Result<uint64_t> pullBody(FdStream& stream, boost::beast::flat_buffer& buf, Pars
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
     boost::beast::error_code ec;
-    http::read(stream, buf, parser, ec);
+    http::read_some(stream, buf, parser, ec);
     if (ec == http::error::need_buffer) ec = {};
     if (ec == http::error::body_limit) return Error(Errc::kLimit, "request body over its cap");
     if (ec) return Error(Errc::kIo, "request body: " + ec.message());
@@ -136,6 +139,7 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
     bool ok = false;
     req.segments = splitTarget(std::string_view(msg.target().data(), msg.target().size()), &ok);
     req.peer = peer;
+    if (parser.upgrade()) req.upgrade = std::string(msg[http::field::upgrade]);
     const bool upload = ok && isStreamedUpload(req.method, req.segments);
     if (upload) {
       if (msg[http::field::expect] == "100-continue") {
@@ -175,6 +179,12 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
     log::info("request", "method=" + log::value(req.method) + " path=" + log::value(std::string_view(msg.target().data(), std::min<size_t>(msg.target().size(), 200))) +
                              " status=" + std::to_string(res.status) + " peer_uid=" + std::to_string(peer.uid) +
                              " peer_pid=" + std::to_string(peer.pid) + " body_bytes=" + std::to_string(req.body.size()));
+    if (res.upgrade) {  // a terminal (api.md): the connection is the route's from here on
+      const std::string head = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + res.upgrade_protocol + "\r\n\r\n";
+      boost::asio::write(stream, boost::asio::buffer(head), ec);
+      if (!ec) res.upgrade(stream.fd(), boost::beast::buffers_to_string(buf.data()));
+      return;
+    }
     // An upload's body may be left unread (refused early): the connection cannot be reused.
     const bool keep = msg.keep_alive() && !res.stream && !upload;
     writeResponse(stream, res, keep, ec);

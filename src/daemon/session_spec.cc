@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Session and command specs: strict JSON in, sandbox values out.
 #include "daemon/session_spec.h"
+#include "daemon/terminal_frame.h"
 
 #include <cctype>
 
@@ -218,7 +219,7 @@ Json sessionSpecJson(const SessionSpec& s, bool with_env) {
 }
 
 Result<CommandSpec> parseCommandSpec(const Json& j) {
-  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"argv", "env", "cwd", "timeout"}));
+  ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"argv", "env", "cwd", "timeout", "stdin", "tty"}));
   CommandSpec c;
   ASSIGN_OR_RETURN(auto argv, f.strings("argv", kMaxArgs, 65536));
   if (!argv || argv->empty() || argv->front().empty()) return Error(Errc::kInvalidArgument, "body.argv: a command is required");
@@ -234,6 +235,18 @@ Result<CommandSpec> parseCommandSpec(const Json& j) {
     c.cwd = "/workspace/" + *cwd;
   }
   ASSIGN_OR_RETURN(c.timeout, duration(f, "timeout", "body"));
+  ASSIGN_OR_RETURN(auto in, f.boolean("stdin"));
+  c.stdin_open = in.value_or(false);
+  if (const Json* tty = f.object("tty")) {
+    ASSIGN_OR_RETURN(Fields t, Fields::of(*tty, "body.tty", {"rows", "cols"}));
+    ASSIGN_OR_RETURN(auto rows, t.count("rows", terminal::kMaxSide));
+    ASSIGN_OR_RETURN(auto cols, t.count("cols", terminal::kMaxSide));
+    if (!rows || !cols || *rows == 0 || *cols == 0)
+      return Error(Errc::kInvalidArgument, "body.tty: rows and cols are required, each 1.." + std::to_string(terminal::kMaxSide));
+    c.tty = std::pair{static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols)};
+    // The terminal is the command's stdin (typed through the terminal connection).
+    if (c.stdin_open) return Error(Errc::kInvalidArgument, "body.stdin: a tty command reads its terminal");
+  }
   return c;
 }
 

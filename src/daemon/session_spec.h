@@ -51,9 +51,12 @@ struct CommandSpec {
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd = "/workspace";                  // absolute inside the sandbox
   std::optional<std::chrono::milliseconds> timeout;
+  bool stdin_open = false;                          // "stdin": true: a pipe the API writes (else /dev/null)
+  std::optional<std::pair<uint16_t, uint16_t>> tty;  // "tty": {"rows", "cols"}: a terminal instead of pipes
 };
 
-// {"argv": [...], "env": ["K=V"], "cwd": "rel/under/workspace", "timeout": "10s"}.
+// {"argv": [...], "env": ["K=V"], "cwd": "rel/under/workspace", "timeout": "10s", "stdin": true,
+//  "tty": {"rows": 24, "cols": 80}}.
 Result<CommandSpec> parseCommandSpec(const Json& j);
 
 // A command's whole environment (the shim builds it): exec's base, then the session's env,

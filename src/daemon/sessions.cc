@@ -86,7 +86,7 @@ Result<SessionRow> Sessions::owned(const Peer& peer, const std::string& id) {
   return *row;
 }
 
-Result<Json> Sessions::callShim(const SessionRow& s, const Json& req) {
+Result<Json> Sessions::callShim(const SessionRow& s, const Json& req, UniqueFd* fd) {
   auto l = linkFor(s.id);
   std::lock_guard lock(l->mu);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -95,7 +95,7 @@ Result<Json> Sessions::callShim(const SessionRow& s, const Json& req) {
       if (!link) return link.error();
       l->link.emplace(std::move(*link));
     }
-    auto res = l->link->call(req);
+    auto res = l->link->call(req, fd);
     if (res || res.error().code() == static_cast<int>(Errc::kRefused)) return res;
     l->link.reset();  // a stale connection (the daemon restarted, the shim was busy): once more
   }
@@ -398,14 +398,16 @@ Result<Json> Sessions::remove(const Peer& peer, const std::string& id, bool keep
   return out;
 }
 
-Result<Json> Sessions::startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd) {
+Result<Json> Sessions::startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd, UniqueFd* io) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (s.state != "running") return Error(kConflict, "session " + id + " is " + s.state);
   ASSIGN_OR_RETURN(int64_t n, store_.addCommand(id, static_cast<int64_t>(cmd.argv.size())));
   // The environment is the shim's to build: it alone holds the session's values.
   Json req = {{"op", "exec"}, {"cmd", n}, {"argv", cmd.argv}, {"env", envStrings(cmd.env)}, {"cwd", cmd.cwd}};
   if (cmd.timeout) req["timeout_ms"] = cmd.timeout->count();
-  auto res = callShim(s, req);
+  if (cmd.stdin_open) req["stdin"] = true;
+  if (cmd.tty) req.update({{"tty_rows", cmd.tty->first}, {"tty_cols", cmd.tty->second}});
+  auto res = callShim(s, req, io);
   if (!res) {
     (void)store_.setCommand(id, n, "failed", 125, dumpJson({{"exit_code", 125}, {"error", res.error().message()}}));
     return res.error();

@@ -56,7 +56,8 @@ class Sessions {
   // and workspace, with its stored spec; env values were never stored, so they are given again.
   Result<Json> recover(const Peer& peer, const std::string& id, const std::vector<std::pair<std::string, std::string>>& env,
                        const std::vector<LeasedCredential>& leases);
-  Result<Json> startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd);
+  // io: the command's stdin (cmd.stdin) or its terminal's master (cmd.tty), from the shim.
+  Result<Json> startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd, UniqueFd* io = nullptr);
   Result<Json> command(const Peer& peer, const std::string& id, int64_t n);
   // The command's spool directory (stdout, stderr, status.json), for streaming.
   Result<std::string> commandDir(const Peer& peer, const std::string& id, int64_t n);
@@ -96,7 +97,7 @@ class Sessions {
     std::optional<ShimLink> link;
   };
   Result<SessionRow> owned(const Peer& peer, const std::string& id);
-  Result<Json> callShim(const SessionRow& s, const Json& req);
+  Result<Json> callShim(const SessionRow& s, const Json& req, UniqueFd* fd = nullptr);
   std::shared_ptr<Link> linkFor(const std::string& id);
   std::string dirOf(const std::string& id) const;
   Json sessionJson(const SessionRow& s);

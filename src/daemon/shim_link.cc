@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "daemon/fd_receive.h"
 #include "daemon/shim.h"
 #include "daemon/unix_address.h"
 
@@ -133,7 +134,7 @@ Result<ShimLink> ShimLink::connect(const std::string& dir, const std::string& se
   return link;
 }
 
-Result<Json> ShimLink::call(const Json& req) {
+Result<Json> ShimLink::call(const Json& req, UniqueFd* fd) {
   const std::string text = dumpJson(req);
   if (::send(fd_.get(), text.data(), text.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(text.size()))
     return sysError("session shim: send");
@@ -143,7 +144,7 @@ Result<Json> ShimLink::call(const Json& req) {
   }
   if (rc <= 0) return Error(Errc::kIo, "session shim: no answer in time");
   std::string buf(kMaxControlBytes, '\0');
-  const ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
+  const ssize_t n = recvWithFd(fd_.get(), buf.data(), buf.size(), fd);
   if (n <= 0) return Error(Errc::kIo, "session shim: connection closed");
   buf.resize(static_cast<size_t>(n));
   ASSIGN_OR_RETURN(Json res, parseJson(buf));

@@ -32,7 +32,8 @@ class ShimLink {
   // expect.shim_pid is set; never on the pid alone.
   static Result<ShimLink> connect(const std::string& dir, const std::string& secret, const ShimProcesses& expect);
   // One request, its reply (which must say "ok": true; otherwise its "error" is the Error).
-  Result<Json> call(const Json& req);
+  // A descriptor passed with the reply (a command's stdin or terminal) goes to *fd, else closed.
+  Result<Json> call(const Json& req, UniqueFd* fd = nullptr);
   // Blocks until the shim process has exited (its pidfd, opened before its identity was
   // checked), up to timeout_ms.
   bool waitGone(int timeout_ms);

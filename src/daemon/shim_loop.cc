@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "base/log.h"
+#include "daemon/fd_receive.h"
 #include "daemon/json_fields.h"
 #include "daemon/session_spec.h"
 #include "daemon/shim.h"
 #include "daemon/shim_egress.h"
+#include "daemon/terminal_frame.h"
 #include "sandbox/session_protocol.h"
 #include "sandbox/sync_channel.h"
 
@@ -51,6 +53,10 @@ struct Command {
   bool timed_out = false;
   std::optional<sandbox::sync::Message> exec_failure;
   int client = -1;  // the client fd waiting for the spawn's reply
+  // Handed to that client with the spawn's reply, then closed here: the shim keeps no end of
+  // a command's stdin or terminal (the daemon's copy closing is the command's EOF or hangup).
+  UniqueFd stdin_w;
+  bool tty = false;
 };
 
 struct Client {
@@ -72,7 +78,7 @@ class Shim {
   void onInit();
   void pump(Stream& s);
   void finish(Command& cmd, int wait_status);
-  void reply(int fd, const Json& j);
+  void reply(int fd, const Json& j, int pass_fd = -1);
 
   const ShimConfig& cfg_;
   const sandbox::RunOptions::SessionIo& io_;
@@ -86,10 +92,25 @@ class Shim {
 
 Error errnoError(const std::string& what) { return sysError(what); }
 
-void Shim::reply(int fd, const Json& j) {
+// One message; pass_fd (a command's stdin or terminal) goes with it as SCM_RIGHTS.
+void Shim::reply(int fd, const Json& j, int pass_fd) {
   if (fd < 0) return;
-  const std::string text = dumpJson(j);
-  (void)!::send(fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  std::string text = dumpJson(j);
+  iovec iov{text.data(), text.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (pass_fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof pass_fd);
+  }
+  (void)!::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void Shim::accept() {
@@ -110,9 +131,14 @@ Json Shim::exec(const Fields& f, int client, bool* reply_later) {
   auto env = f.strings("env", ses::kMaxStrings - 1, 65536);
   auto cwd = f.string("cwd", 4096);
   auto timeout = f.count("timeout_ms", 1ull << 40);
+  auto want_stdin = f.boolean("stdin");
+  auto rows = f.count("tty_rows", terminal::kMaxSide), cols = f.count("tty_cols", terminal::kMaxSide);
   for (const Error* e : {cmd_id ? nullptr : &cmd_id.error(), argv ? nullptr : &argv.error(), env ? nullptr : &env.error(),
-                         cwd ? nullptr : &cwd.error(), timeout ? nullptr : &timeout.error()})
+                         cwd ? nullptr : &cwd.error(), timeout ? nullptr : &timeout.error(), want_stdin ? nullptr : &want_stdin.error(),
+                         rows ? nullptr : &rows.error(), cols ? nullptr : &cols.error()})
     if (e) return {{"ok", false}, {"error", e->message()}};
+  const bool tty = *rows && *cols;
+  if (tty && (**rows == 0 || **cols == 0)) return {{"ok", false}, {"error", "exec: a terminal is at least 1x1"}};
   if (!*cmd_id || !*argv || (*argv)->empty() || !*env || !*cwd)
     return {{"ok", false}, {"error", "exec: cmd, argv, env and cwd are required"}};
   auto cmd_env = envPairs(**env, "exec.env");
@@ -128,19 +154,30 @@ Json Shim::exec(const Fields& f, int client, bool* reply_later) {
   Command cmd;
   cmd.id = id;
   cmd.client = client;
+  cmd.tty = tty;
   if (*timeout) cmd.deadline = Clock::now() + std::chrono::milliseconds(**timeout);
-  int out[2], err[2];
-  if (!cdir.valid() || ::pipe2(out, O_CLOEXEC) != 0) return {{"ok", false}, {"error", errnoError("exec: pipe").message()}};
-  UniqueFd out_w(out[1]);
-  cmd.out.pipe.reset(out[0]);
-  if (::pipe2(err, O_CLOEXEC) != 0) return {{"ok", false}, {"error", errnoError("exec: pipe").message()}};
-  UniqueFd err_w(err[1]);
-  cmd.err.pipe.reset(err[0]);
+  // With a terminal, init makes it and its master comes back with kSpawned: the command's
+  // output goes to whoever holds the master, not to the spool files (left empty).
+  UniqueFd out_w, err_w, stdin_r;
+  if (!cdir.valid()) return {{"ok", false}, {"error", errnoError("exec: cmds/" + name).message()}};
+  for (auto [stream, w] : {std::pair{&cmd.out, &out_w}, {&cmd.err, &err_w}}) {
+    int p[2];
+    if (tty) continue;
+    if (::pipe2(p, O_CLOEXEC) != 0) return {{"ok", false}, {"error", errnoError("exec: pipe").message()}};
+    w->reset(p[1]);
+    stream->pipe.reset(p[0]);
+  }
+  if (!tty && want_stdin->value_or(false)) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return {{"ok", false}, {"error", errnoError("exec: pipe").message()}};
+    stdin_r.reset(p[0]);
+    cmd.stdin_w.reset(p[1]);
+  }
   cmd.out.file.reset(::openat(cdir.get(), "stdout", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   cmd.err.file.reset(::openat(cdir.get(), "stderr", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd devnull(stdin_r.valid() ? -1 : ::open("/dev/null", O_RDONLY | O_CLOEXEC));
   UniqueFd mem(::memfd_create("corral-command", MFD_CLOEXEC));
-  if (!cmd.out.file.valid() || !cmd.err.file.valid() || !devnull.valid() || !mem.valid())
+  if (!cmd.out.file.valid() || !cmd.err.file.valid() || !(devnull.valid() || stdin_r.valid()) || !mem.valid())
     return {{"ok", false}, {"error", errnoError("exec: spool files").message()}};
   std::string blob;
   for (const std::string& s : **argv) blob.append(s).push_back('\0');
@@ -157,19 +194,21 @@ Json Shim::exec(const Fields& f, int client, bool* reply_later) {
   p.argc = static_cast<uint32_t>((*argv)->size());
   p.envc = static_cast<uint32_t>(full_env.size());
   p.pathc = static_cast<uint32_t>(paths.size());
-  const int fds[4] = {mem.get(), devnull.get(), out_w.get(), err_w.get()};
+  if (tty) p.tty = static_cast<uint32_t>(**rows << 16 | **cols);
+  const int fds[4] = {mem.get(), stdin_r.valid() ? stdin_r.get() : devnull.get(), out_w.get(), err_w.get()};
+  const size_t nfds = tty ? 1 : 4;
   msghdr msg{};
   iovec iov{&p, sizeof p};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
   msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
   if (::sendmsg(io_.sock, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof p))
     return {{"ok", false}, {"error", errnoError("exec: to init").message()}};
   cmds_.emplace(id, std::move(cmd));
@@ -198,7 +237,7 @@ Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop) {
     return {{"ok", false}, {"error", "hello first"}};
   }
   if (name == "exec") {
-    auto f = Fields::of(req, "exec", {"op", "cmd", "argv", "env", "cwd", "timeout_ms"});
+    auto f = Fields::of(req, "exec", {"op", "cmd", "argv", "env", "cwd", "timeout_ms", "stdin", "tty_rows", "tty_cols"});
     if (!f) return {{"ok", false}, {"error", f.error().message()}};
     return exec(*f, c.fd.get(), reply_later);
   }
@@ -317,7 +356,8 @@ void Shim::finish(Command& cmd, int wait_status) {
 
 void Shim::onInit() {
   alignas(ses::Packet) char buf[128];
-  const ssize_t n = ::recv(io_.sock, buf, sizeof buf, MSG_DONTWAIT);
+  UniqueFd passed;  // a tty command's master (closed here unless handed on)
+  const ssize_t n = recvWithFd(io_.sock, buf, sizeof buf, &passed, MSG_DONTWAIT);
   if (n <= 0) return;
   if (static_cast<size_t>(n) == sizeof(sandbox::sync::Message)) {
     // A command's own report that its setup or execve failed: it comes before init's
@@ -347,7 +387,12 @@ void Shim::onInit() {
       return;
     }
     cmd.pid = p.pid;
-    reply(cmd.client, {{"ok", true}, {"pid", p.pid}});
+    if (cmd.tty && !passed.valid()) log::warn("terminal_missing", "cmd=" + std::to_string(p.cmd));
+    const int hand = cmd.tty ? passed.get() : cmd.stdin_w.get();
+    Json ok = {{"ok", true}, {"pid", p.pid}};
+    if (hand >= 0) ok["fd"] = cmd.tty ? "terminal" : "stdin";
+    reply(cmd.client, ok, hand);
+    cmd.stdin_w.reset();
     log::info("command_started", "cmd=" + std::to_string(p.cmd) + " pid=" + std::to_string(p.pid));
   } else if (p.op == ses::Op::kExited) {
     finish(cmd, p.value);

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -82,6 +83,9 @@ void stamp(const Context& ctx, Milestone m) {
   if (::setsid() < 0) fail(sync::Type::kExecFailed, sync::kStepSetsid, errno, 125);
   for (int fd = 0; fd <= 2; ++fd)  // a session command's own stdio (session_init.cc)
     if (ctx.cmd_stdio[fd] >= 0 && ::dup2(ctx.cmd_stdio[fd], fd) < 0) fail(sync::Type::kExecFailed, sync::kStepSignals, errno, 125);
+  // A session command's own terminal (the sandbox's devpts, made by init) is its controlling
+  // one, as a login's is: it is new, so no other session's keystrokes can be pushed into it.
+  if (ctx.cmd_tty && ::ioctl(0, TIOCSCTTY, 0) != 0) fail(sync::Type::kExecFailed, sync::kStepSetsid, errno, 125);
   if (::chdir(ctx.cwd ? ctx.cwd : "/workspace") != 0) fail(sync::Type::kExecFailed, sync::kStepChdir, errno, 125);
   if (int e = caps::dropAll()) fail(sync::Type::kExecFailed, sync::kStepCaps, e, 125);
   if (ctx.landlock_abi > 0)

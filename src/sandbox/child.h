@@ -45,6 +45,7 @@ struct Context {
   // spawn requests instead. Per command: its stdio (placed on 0..2) and its cwd.
   bool session = false;
   int cmd_stdio[3] = {-1, -1, -1};
+  bool cmd_tty = false;             // cmd_stdio is a terminal: it becomes the controlling one
   const char* cwd = nullptr;        // none: /workspace
 };
 

@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -16,6 +18,7 @@
 
 #include <cstring>
 
+#include "base/fd_passing.h"
 #include "sandbox/netns.h"
 #include "sandbox/session_protocol.h"
 
@@ -36,14 +39,40 @@ char* g_argv[kMaxStrings + 1];
 char* g_envp[kMaxStrings + 1];
 const char* g_paths[kMaxStrings];
 
-void reply(Op op, uint32_t cmd, int32_t pid, int32_t value) {
+// fd >= 0 (kSpawned of a tty command: the terminal's master) goes along as SCM_RIGHTS.
+void reply(Op op, uint32_t cmd, int32_t pid, int32_t value, int fd = -1) {
   Packet p{};
   p.op = op;
   p.cmd = cmd;
   p.pid = pid;
   p.value = value;
-  while (::send(kSock, &p, sizeof p, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  (void)sendWithFd(kSock, &p, sizeof p, fd);
+}
+
+// A new terminal of the sandbox's own devpts instance (never the host's: /dev/pts here is the
+// instance mounted for this sandbox), its size set; the slave opened through the master
+// (TIOCGPTPEER), so no path is looked up for it. 0 or -errno.
+// Both land above stdio: init keeps no 0..2, so they would otherwise be 0..2 themselves, and
+// the command's dup2(slave, 2) onto the same number would leave it close-on-exec.
+int aboveStdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  ::close(fd);
+  return moved;
+}
+
+int openTerminal(uint32_t size, int* master, int* slave) {
+  *master = aboveStdio(::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (*master < 0) return -errno;
+  int unlock = 0;
+  const winsize ws{static_cast<unsigned short>(size >> 16), static_cast<unsigned short>(size & 0xffff), 0, 0};
+  if (::ioctl(*master, TIOCSPTLCK, &unlock) != 0 || ::ioctl(*master, TIOCSWINSZ, &ws) != 0 ||
+      (*slave = aboveStdio(::ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC))) < 0) {
+    const int e = errno;
+    ::close(*master);
+    return -e;
   }
+  return 0;
 }
 
 void closeAll(const int* fds, int n) {
@@ -103,7 +132,8 @@ char* nextString(char** cur, const char* end) {
   return s;
 }
 
-int32_t spawn(const child::Context& base, const Packet& p, const int* fds) {
+// fds: [memfd, stdin, stdout, stderr], or [memfd] with p.tty (then *master gets the terminal).
+int32_t spawn(const child::Context& base, const Packet& p, const int* fds, int* master) {
   if (p.bytes == 0 || p.bytes > kMaxSpawnBytes || p.argc == 0 || p.argc > kMaxStrings || p.envc > kMaxStrings ||
       p.pathc == 0 || p.pathc > kMaxStrings)
     return -EINVAL;
@@ -116,8 +146,17 @@ int32_t spawn(const child::Context& base, const Packet& p, const int* fds) {
       break;
     }
   if (slot == nullptr) return -EAGAIN;
+  int slave = -1;
+  if (p.tty != 0)
+    if (const int e = openTerminal(p.tty, master, &slave)) return e;
   void* map = ::mmap(nullptr, p.bytes, PROT_READ, MAP_PRIVATE, fds[0], 0);
-  if (map == MAP_FAILED) return -errno;
+  if (map == MAP_FAILED) {
+    const int e = errno;
+    if (slave >= 0) ::close(slave);
+    if (*master >= 0) ::close(*master);
+    *master = -1;
+    return -e;
+  }
   char* cur = static_cast<char*>(map);
   char* end = cur + p.bytes;
   bool ok = true;
@@ -136,15 +175,19 @@ int32_t spawn(const child::Context& base, const Packet& p, const int* fds) {
     c.exec_paths = g_paths;
     c.exec_path_count = p.pathc;
     c.cwd = cwd;
-    c.cmd_stdio[0] = fds[1];
-    c.cmd_stdio[1] = fds[2];
-    c.cmd_stdio[2] = fds[3];
+    for (int i = 0; i < 3; ++i) c.cmd_stdio[i] = p.tty ? slave : fds[1 + i];
+    c.cmd_tty = p.tty != 0;
     c.stamps = nullptr;
     // Invariant: the command has exec'd or exited when this returns (CLONE_VFORK), so the
     // mapping its argv points into may go.
     pid = child::spawnSessionCommand(c);
   }
   ::munmap(map, p.bytes);
+  if (slave >= 0) ::close(slave);  // the command has its own copy (or failed)
+  if (pid <= 0 && *master >= 0) {
+    ::close(*master);
+    *master = -1;
+  }
   if (pid > 0) {
     slot->pid = static_cast<pid_t>(pid);
     slot->cmd = p.cmd;
@@ -201,9 +244,11 @@ void serve(const child::Context& ctx, const sigset_t& waited, int proxy_listen) 
         continue;
       }
       if (p.op == Op::kSpawn) {
-        const int32_t pid = n == kSpawnFds ? spawn(ctx, p, passed) : -EINVAL;
+        int master = -1;
+        const int32_t pid = n == (p.tty ? 1 : kSpawnFds) ? spawn(ctx, p, passed, &master) : -EINVAL;
         closeAll(passed, n);
-        reply(Op::kSpawned, p.cmd, pid, 0);
+        reply(Op::kSpawned, p.cmd, pid, 0, master);
+        if (master >= 0) ::close(master);  // the shim has it now
       } else {
         closeAll(passed, n);
         if (p.op == Op::kSignal) signalCommand(p);

@@ -10,9 +10,10 @@ namespace corral::sandbox::session {
 inline constexpr uint32_t kMagic = 0x53455331;  // "SES1": no sync::Message is this size or tag
 
 enum class Op : uint32_t {
-  kSpawn = 1,    // shim -> init: fds [memfd, stdin, stdout, stderr]; memfd holds the strings
+  kSpawn = 1,    // shim -> init: fds [memfd, stdin, stdout, stderr], or [memfd] alone with a
+                 // tty (init makes the terminal); memfd holds the strings
   kSignal,       // shim -> init: signal the command's process group (pid, sig)
-  kSpawned,      // init -> shim: cmd, pid (> 0) or -errno
+  kSpawned,      // init -> shim: cmd, pid (> 0) or -errno; with a tty, the terminal's master fd
   kExited,       // init -> shim: cmd, wait status
 };
 
@@ -26,7 +27,7 @@ struct Packet {
   uint32_t argc = 0;    // kSpawn: strings in the memfd: argc argv, envc env, the cwd, then
   uint32_t envc = 0;    //         pathc exec candidates (argv[0] against PATH), NUL-ended
   uint32_t pathc = 0;
-  uint32_t reserved = 0;
+  uint32_t tty = 0;     // kSpawn: 0, or rows << 16 | cols of a new terminal for the command
 };
 
 // Bounds init holds to (its arrays are static: it allocates nothing).

@@ -46,13 +46,6 @@ struct Subscriber {
   }
 };
 
-long rssKiB(pid_t pid) {
-  std::istringstream in(readHostFile("/proc/" + std::to_string(pid) + "/status"));
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind("VmRSS:", 0) == 0) return std::atol(l.c_str() + 6);
-  return -1;
-}
-
 // ---- daemon.events-ids-counts-only ----
 
 TEST(DaemonEventsIdsCountsOnly, LifecycleCommandsAndCredentialUsesWithoutAnyValue) {

@@ -147,6 +147,13 @@ std::string fileText(const std::string& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+long rssKiB(pid_t pid) {
+  std::istringstream in(readHostFile("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("VmRSS:", 0) == 0) return std::atol(l.c_str() + 6);
+  return -1;
+}
+
 std::vector<std::string> mountsUnder(const std::string& dir) {
   std::vector<std::string> out;
   std::ifstream in("/proc/self/mountinfo");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -60,6 +61,24 @@ class Daemon {
   TempDir logs_{"daemonlog"};
 };
 
+// A suite sharing one daemon and one session (made once per suite): its tests start their
+// own commands in it.
+class SharedSessionSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    d_ = new Daemon();
+    if (d_->start()) id_ = d_->createSession();
+  }
+  static void TearDownTestSuite() {
+    delete d_;
+    d_ = nullptr;
+    id_.clear();
+  }
+  void SetUp() override { ASSERT_FALSE(id_.empty()) << "no session: " << d_->stderrText(); }
+  static inline Daemon* d_ = nullptr;
+  static inline std::string id_;
+};
+
 // The shims of sessions on the host: processes whose cmdline is corral-core __session-shim DIR
 // under state_dir.
 std::vector<pid_t> shimProcesses(const std::string& state_dir);
@@ -79,6 +98,9 @@ bool eventually(F f) {
   }
   return f();
 }
+
+// A process's resident memory (VmRSS), or -1 once it is gone.
+long rssKiB(pid_t pid);
 
 // Mount points below dir (this process's view: the host's).
 std::vector<std::string> mountsUnder(const std::string& dir);

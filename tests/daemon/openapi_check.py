@@ -137,6 +137,60 @@ st, bg = call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["sleep", "1000"]
 call("POST", f"/v1/sessions/{sid}/commands/{bg['id']}/signal", {"signal": 15})
 call("GET", f"/v1/sessions/{sid}/commands/{bg['id']}/output")
 call("POST", f"/v1/sessions/{sid}/commands/{bg['id']}/signal", {})
+# stdin: written while open, closed, then refused.
+st, fed = call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["cat"], "stdin": True})
+fn = fed["id"]
+call("POST", f"/v1/sessions/{sid}/commands/{fn}/stdin", raw=b"fed\n", headers={"Content-Type": "application/octet-stream"})
+call("DELETE", f"/v1/sessions/{sid}/commands/{fn}/stdin")
+call("DELETE", f"/v1/sessions/{sid}/commands/{fn}/stdin")  # 409: closed
+call("POST", f"/v1/sessions/{sid}/commands/{fn}/stdin", raw=b"late")  # 409
+call("GET", f"/v1/sessions/{sid}/commands/{fn}/output")
+call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["true"], "tty": {"rows": 0, "cols": 80}})  # 400
+
+
+def terminal(n, frames):
+    """GET .../terminal upgraded: the 101 checked against the document, then frames until the end."""
+    path = f"/v1/sessions/{sid}/commands/{n}/terminal"
+    tmpl, op = template_of("GET", path)
+    seen.add(("get", tmpl))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock_path)
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: corral\r\nConnection: Upgrade\r\nUpgrade: corral-terminal.v1\r\n\r\n".encode() + frames)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    status = int(head.split(b" ")[1])
+    if str(status) not in op["responses"] or b"upgrade: corral-terminal.v1" not in head.lower():
+        failures.append(f"GET {tmpl}: {status} {head[:200]!r}")
+    while True:
+        got = s.recv(65536)
+        if not got:
+            break
+        rest += got
+    s.close()
+    last = None
+    while len(rest) >= 5:  # the frames: the last one is exit (3) or error (4), a JSON payload
+        t, length = rest[0], int.from_bytes(rest[1:5], "big")
+        last, rest = (t, rest[5:5 + length]), rest[5 + length:]
+    return last
+
+
+st, tty = call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["sh", "-c", "read x; echo got $x; exit 4"], "tty": {"rows": 24, "cols": 80}})
+last = terminal(tty["id"], bytes([1, 0, 0, 0, 3]) + b"hi\n")
+if not last or last[0] != 3 or json.loads(last[1]).get("exit_code") != 4:
+    failures.append(f"terminal: no exit frame with exit code 4: {last!r}")
+else:
+    errors = list(validator_cls({**doc, "$ref": "#/components/schemas/Report"}).iter_errors(json.loads(last[1])))
+    if errors:
+        failures.append(f"terminal: the exit frame's report: {errors[0].message}")
+call("GET", f"/v1/sessions/{sid}/commands/{tty['id']}/terminal")  # 426: not an upgrade
+st, tty2 = call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["sleep", "30"], "tty": {"rows": 24, "cols": 80}})
+last = terminal(tty2["id"], bytes([2, 0, 0, 0, 4, 0, 0, 0, 0]))  # resize 0x0: refused
+if not last or last[0] != 4 or list(validator_cls({**doc, "$ref": "#/components/schemas/Error"}).iter_errors(json.loads(last[1]))):
+    failures.append(f"terminal: no error frame for a 0x0 resize: {last!r}")
+call("GET", f"/v1/sessions/{sid}/commands/{fn}/terminal", headers={"Connection": "Upgrade", "Upgrade": "corral-terminal.v1"})  # 409
+
 call("PUT", f"/v1/sessions/{sid}/files/a%20b.txt", raw=b"hello\n", headers={"Content-Type": "application/octet-stream"})
 call("PUT", f"/v1/sessions/{sid}/files/no/such/dir", raw=b"x")
 call("GET", f"/v1/sessions/{sid}/files/a%20b.txt")
