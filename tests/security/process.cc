@@ -256,14 +256,17 @@ bool Process::pump(int timeout_ms) {
 
 std::optional<std::string> Process::readLine(std::chrono::milliseconds timeout) {
   auto until = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
+  // The buffer is looked at once more after the pump that found the process gone: that pump
+  // may have read the last line together with the exit.
+  for (bool more = true;;) {
     size_t nl = result_.out.find('\n', line_pos_);
     if (nl != std::string::npos) {
       std::string line = result_.out.substr(line_pos_, nl - line_pos_);
       line_pos_ = nl + 1;
       return line;
     }
-    if (std::chrono::steady_clock::now() >= until || !pump(20)) return std::nullopt;
+    if (!more || std::chrono::steady_clock::now() >= until) return std::nullopt;
+    more = pump(20);
   }
 }
 
