@@ -38,7 +38,7 @@ namespace {
 namespace wire = ssh_agent;
 constexpr size_t kMaxClients = 64;
 // A client that asks without reading the answers is not read from until it has taken them.
-constexpr size_t kMaxPendingOut = 64 * 1024;
+constexpr size_t kMaxPendingOut = size_t{64} * 1024;
 
 struct PkeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
@@ -67,6 +67,9 @@ std::optional<std::string> signEd25519(EVP_PKEY* key, std::string_view data) {
     return std::nullopt;
   return std::string(reinterpret_cast<char*>(sig), len);
 }
+
+// SSH_AGENT_FAILURE: the answer to everything refused.
+std::string failure() { return wire::frame(wire::kFailure, ""); }
 
 // "10.0.0.1:22" or "[::1]:22" -> ("10.0.0.1", 22).
 bool splitResolved(const std::string& resolved, std::string* ip, uint16_t* port) {
@@ -110,7 +113,7 @@ std::vector<std::string> scanHostKeys(const std::string& ip, uint16_t port, std:
   posix_spawn_file_actions_destroy(&fa);
   write_end.reset();
   if (rc != 0) return keys;
-  auto text = readUpTo(read_end.get(), 64 * 1024, "ssh-keyscan output");
+  auto text = readUpTo(read_end.get(), size_t{64} * 1024, "ssh-keyscan output");
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -197,34 +200,33 @@ std::optional<OpenTunnel> SshAgent::Impl::tunnelWithHostKey(std::string_view hos
 }
 
 std::string SshAgent::Impl::onSessionBind(Client& c, std::string_view contents) {
-  const std::string failure = wire::frame(wire::kFailure, "");
   auto bind = wire::parseSessionBind(contents);
   if (!bind) {
     record(c, "session-bind", "ssh-agent-malformed");
-    return failure;
+    return failure();
   }
   if (c.bound) {
     record(c, "session-bind", "ssh-agent-rebind", bind->host_key);
-    return failure;
+    return failure();
   }
   if (bind->forwarding) {
     record(c, "session-bind", "ssh-agent-forwarding", bind->host_key);
-    return failure;
+    return failure();
   }
   auto host = wire::ed25519Key(bind->host_key);
   auto sig = wire::ed25519Signature(bind->signature);
   if (!host || !sig) {
     record(c, "session-bind", "ssh-agent-host-key-type", bind->host_key);
-    return failure;
+    return failure();
   }
   if (!verifyEd25519(*host, *sig, bind->session_id)) {
     record(c, "session-bind", "ssh-agent-bind-signature", bind->host_key);
-    return failure;
+    return failure();
   }
   auto tunnel = tunnelWithHostKey(bind->host_key);
   if (!tunnel) {
     record(c, "session-bind", "ssh-agent-no-grant", bind->host_key);
-    return failure;
+    return failure();
   }
   c.bound = true;
   c.session_id = std::string(bind->session_id);
@@ -236,33 +238,32 @@ std::string SshAgent::Impl::onSessionBind(Client& c, std::string_view contents) 
 }
 
 std::string SshAgent::Impl::onSign(Client& c, std::string_view body) {
-  const std::string failure = wire::frame(wire::kFailure, "");
   auto req = wire::parseSignRequest(body);
   if (!req) {
     record(c, "sign-request", "ssh-agent-malformed");
-    return failure;
+    return failure();
   }
   if (req->key_blob != key_blob) {
     record(c, "sign-request", "ssh-agent-unknown-key");
-    return failure;
+    return failure();
   }
   if (!c.bound) {  // no bind, or one refused: no destination is known for this connection
     record(c, "sign-request", "ssh-agent-no-grant");
-    return failure;
+    return failure();
   }
   auto auth = wire::parseUserauthRequest(req->data);
   if (!auth || auth->key_blob != key_blob) {
     record(c, "sign-request", "ssh-agent-not-userauth", c.host_key);
-    return failure;
+    return failure();
   }
   if (auth->session_id != c.session_id || (auth->host_key && *auth->host_key != c.host_key)) {
     record(c, "sign-request", "ssh-agent-session-mismatch", c.host_key);
-    return failure;
+    return failure();
   }
   auto sig = signEd25519(key.get(), req->data);
   if (!sig) {
     record(c, "sign-request", "ssh-agent-sign-failed", c.host_key);
-    return failure;
+    return failure();
   }
   record(c, "sign-request", "allowed", c.host_key);
   return wire::frame(wire::kSignResponse, wire::string(wire::ed25519SignatureBlob(*sig)));
@@ -276,11 +277,11 @@ std::string SshAgent::Impl::answer(Client& c, uint8_t type, std::string_view bod
     auto ext = wire::parseExtension(body);
     if (ext && ext->name == wire::kSessionBind) return onSessionBind(c, ext->contents);
     record(c, ext ? "extension:" + printable(ext->name, 64) : "extension", "ssh-agent-request-refused");
-    return wire::frame(wire::kFailure, "");
+    return failure();
   }
   // Adding, removing, locking, smartcards, and anything unknown: the sandbox manages nothing.
   record(c, wire::messageName(type), "ssh-agent-request-refused");
-  return wire::frame(wire::kFailure, "");
+  return failure();
 }
 
 bool SshAgent::Impl::onReadable(Client& c) {
@@ -289,16 +290,19 @@ bool SshAgent::Impl::onReadable(Client& c) {
   if (n < 0) return errno == EAGAIN || errno == EINTR;
   if (n == 0) return false;
   c.in.append(buf, static_cast<size_t>(n));
+  size_t used = 0;  // erased once at the end: a burst of small frames costs no quadratic moves
   for (;;) {
-    const wire::Frame f = wire::takeFrame(c.in);
-    if (f.status == wire::FrameStatus::kNeedMore) return true;
+    const wire::Frame f = wire::takeFrame(std::string_view(c.in).substr(used));
+    if (f.status == wire::FrameStatus::kNeedMore) break;
     if (f.status == wire::FrameStatus::kError) {
       record(c, "frame", "ssh-agent-malformed");
       return false;
     }
     c.out += answer(c, f.type, f.body);
-    c.in.erase(0, f.size);
+    used += f.size;
   }
+  c.in.erase(0, used);
+  return true;
 }
 
 void SshAgent::Impl::run() {
@@ -306,7 +310,8 @@ void SshAgent::Impl::run() {
     std::vector<pollfd> fds = {{wake_read.get(), POLLIN, 0},
                                {clients.size() < kMaxClients ? config.listener.get() : -1, POLLIN, 0}};
     for (const Client& c : clients) {
-      const short want = c.out.empty() ? POLLIN : c.out.size() < kMaxPendingOut ? POLLIN | POLLOUT : POLLOUT;
+      short want = POLLIN;
+      if (!c.out.empty()) want = static_cast<short>(c.out.size() < kMaxPendingOut ? POLLIN | POLLOUT : POLLOUT);
       fds.push_back({c.fd.get(), want, 0});
     }
     if (::poll(fds.data(), fds.size(), -1) < 0) {
@@ -339,7 +344,7 @@ Result<std::unique_ptr<SshAgent>> SshAgent::start(SshAgentConfig config) {
   {
     UniqueFd f(::open(config.key_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
     if (!f.valid()) return sysError("--ssh-key " + config.key_path);
-    auto text = readUpTo(f.get(), 64 * 1024, "--ssh-key " + config.key_path);
+    auto text = readUpTo(f.get(), size_t{64} * 1024, "--ssh-key " + config.key_path);
     if (!text.ok()) return text.error();
     Secret file(std::move(*text));
     wire::KeyFileResult parsed = wire::parseOpenSshPrivateKey(file.revealForInjection());

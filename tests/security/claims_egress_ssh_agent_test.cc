@@ -138,13 +138,14 @@ TEST_F(EgressSshAgentSignsOnlyForGrants, WithoutAnOpenTunnelEvenTheServersHostKe
 }
 
 // Adding, removing, locking, smartcards and unknown types are refused; frames that lie about
-// their length close that connection; the agent answers the next one.
+// their length close that connection; a client that asks and never reads stops being read
+// (its answers do not pile up in the host's agent); the agent answers the next one.
 TEST_F(EgressSshAgentSignsOnlyForGrants, ManagementRequestsAndMalformedFramesAreRefusedAndTheAgentSurvives) {
   RunResult r = runWithAgent(attack("malformed"));
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.out,
             "type 17 5\ntype 18 5\ntype 19 5\ntype 20 5\ntype 22 5\ntype 23 5\ntype 25 5\ntype 99 5\n"
-            "extension 5\nshort-sign 5\nhuge closed\nzero closed\nidentities 12 1\n")
+            "extension 5\nshort-sign 5\nhuge closed\nzero closed\nflood stalled\nidentities 12 1\n")
       << claim(kGrants, "a management request or malformed frame was not refused") << r.describe();
   EXPECT_EQ(agentEvents(r, "lock").size(), 1u) << r.describe();
   EXPECT_EQ(agentEvents(r, "frame").size(), 2u) << r.describe();

@@ -8,7 +8,8 @@ sandbox it speaks the ssh-agent protocol (draft-miller-ssh-agent) to $SSH_AUTH_S
   attack.py server-key PORT         the same, bound with the sshd's own host key
                                     (/workspace/server_host_key, handed in by the test)
   attack.py server-key-no-tunnel P  that key, but no tunnel open
-  attack.py malformed PORT          management requests, lying frames, then a fresh connection
+  attack.py malformed PORT          management requests, lying frames, a client that never
+                                    reads, then a fresh connection
   attack.py dump                    /workspace/dump (one file): every process's environ, cmdline
                                     and readable memory, and the files of /tmp, /run and /workspace
 On the host: attack.py search DUMP KEYFILE DECOY prints where the key's seed or a line of its
@@ -134,6 +135,18 @@ def malformed():
         c = agent()
         c.sendall(head + b"x" * 64)
         print(name, "closed" if recv_frame(c) is None else "answered")
+    # Requests without ever reading the answers: the agent stops reading this client once
+    # its answers pile up (64 KiB), so the sender stalls with the socket buffers full long
+    # before 1 MiB of requests (some 210000 answers, 17 MiB) is taken in. An agent without
+    # that limit takes it all in within a second. The next client is served all the same.
+    f = agent()
+    f.settimeout(5)
+    try:
+        f.sendall(frame(11) * ((1 << 20) // 5))
+        print("flood taken in")
+    except socket.timeout:
+        print("flood stalled")
+    f.close()
     identities(agent())
 
 
