@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "audit/base64.h"
+#include "audit/signing.h"
 #include "base/log.h"
 #include "base/read_fd.h"
 #include "base/secret.h"
@@ -40,10 +41,7 @@ constexpr size_t kMaxClients = 64;
 // A client that asks without reading the answers is not read from until it has taken them.
 constexpr size_t kMaxPendingOut = size_t{64} * 1024;
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using Pkey = audit::PkeyPtr;
 struct MdCtxFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
