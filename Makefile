@@ -55,7 +55,7 @@ bench: build
 	@python3 bench/exec_bench.py --corral $(BUILD)/corral --out docs/benchmarks.md
 
 bench-proxy: build
-	@python3 bench/proxy_bench.py --proxy $(BUILD)/corral-proxy-bench --repeat 3 --out docs/benchmarks-proxy.md
+	@python3 bench/proxy_bench.py --proxy $(BUILD)/corral-proxy-bench --relay $(BUILD)/corral-splice-relay --repeat 2 --out docs/benchmarks-proxy.md
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

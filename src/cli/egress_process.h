@@ -41,6 +41,9 @@ inline constexpr char kEgressServeCommand[] = "__egress-serve";
 inline constexpr int kEgressControlFd = 3;
 inline constexpr int kEgressChannelFd = 4;
 inline constexpr int kEgressEventsFd = 5;
+// fd 7 (--ssh-key only): the agent's listening UNIX socket, made by the launcher (its file is
+// bound into the sandbox before the clone). fd 6 is the exec status pipe of the start.
+inline constexpr int kEgressAgentFd = 7;
 
 // Launcher side: starts the proxy process for `inv` (parsed from exec_args, the words after
 // "exec") and points inv.spec at it.

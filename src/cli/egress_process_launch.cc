@@ -25,6 +25,7 @@
 #include "cli/egress_process.h"
 #include "cli/exec_options.h"
 #include "cli/launcher.h"
+#include "cli/ssh_agent_exposure.h"
 #include "sandbox/cpu_placement.h"
 #include "sandbox/job_signals.h"
 #include "net/lease_spec.h"
@@ -55,6 +56,7 @@ struct ChildArgs {
   char* const* envp;
   int devnull, ctl, chan, events;  // all above kExecStatusFd
   int exec_status;          // a pipe's write end, above kExecStatusFd too
+  int agent;                // --ssh-key's listener, above kExecStatusFd; -1: none
   bool restore_policy;      // placement::QuietBirth was active at the clone
 };
 
@@ -88,7 +90,8 @@ CORRAL_ON_OWN_STACK int childEntry(void* arg) {
   if ((rc = rawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) != 0 || (rc = rawSyscall(SYS_dup3, a.devnull, 0, 0)) < 0 ||
       (rc = rawSyscall(SYS_dup3, a.devnull, 1, 0)) < 0 || (rc = rawSyscall(SYS_dup3, a.ctl, kControlFd, 0)) < 0 ||
       (rc = rawSyscall(SYS_dup3, a.chan, kChannelFd, 0)) < 0 || (rc = rawSyscall(SYS_dup3, a.events, kEventsFd, 0)) < 0 ||
-      (rc = rawSyscall(SYS_close_range, kExecStatusFd + 1, ~0u, 0)) != 0 ||
+      (a.agent >= 0 && (rc = rawSyscall(SYS_dup3, a.agent, kEgressAgentFd, 0)) < 0) ||
+      (rc = rawSyscall(SYS_close_range, a.agent >= 0 ? kEgressAgentFd + 1 : kExecStatusFd + 1, ~0u, 0)) != 0 ||
       (rc = rawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&no_signals), 0, sizeof no_signals)) != 0 ||
       (rc = rawSyscall(SYS_execve, reinterpret_cast<long>(a.path), reinterpret_cast<long>(a.argv),
                        reinterpret_cast<long>(a.envp))) != 0) {
@@ -172,8 +175,17 @@ class EgressProcess final : public ExecEgress {
     UniqueFd status_high(::fcntl(status_write.get(), F_DUPFD_CLOEXEC, 10));
     if (!ctl_high.valid() || !chan_high.valid() || !null_high.valid() || !events_high.valid() || !status_high.valid())
       return sysError("egress fds");
-    child_ = {argv_[0], argv_.data(),      environ,           null_high.get(), ctl_high.get(),
-              chan_high.get(), events_high.get(), status_high.get(), false};
+    UniqueFd agent_high;
+    if (inv.ssh_key) {
+      auto sock = net::AgentSocket::create();
+      if (!sock) return sock.error();
+      agent_socket_.emplace(std::move(*sock));
+      UniqueFd listener = agent_socket_->takeListener();
+      agent_high = UniqueFd(::fcntl(listener.get(), F_DUPFD_CLOEXEC, 10));
+      if (!agent_high.valid()) return sysError("egress fds");
+    }
+    child_ = {argv_[0],        argv_.data(),     environ,       null_high.get(), ctl_high.get(), chan_high.get(),
+              events_high.get(), status_high.get(), agent_high.get(), false};
     stack_ = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack_ == MAP_FAILED) {
       stack_ = nullptr;
@@ -203,6 +215,7 @@ class EgressProcess final : public ExecEgress {
                                                        bytes, net::kPlaceholderRandomBytes)));
     }
     explicit_bzero(random.data(), random.size());
+    if (agent_socket_) exposeAgentSocket(inv, agent_socket_->hostPath());
     return {};
   }
 
@@ -400,6 +413,7 @@ class EgressProcess final : public ExecEgress {
   bool ready_read_ = false;
   UniqueFd exec_status_;  // the child's exec status pipe (ready() reads it)
   UniqueFd events_;       // the events file, read by stop()
+  std::optional<net::AgentSocket> agent_socket_;  // --ssh-key: its file, removed after the run
   nlohmann::ordered_json egress_events_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json lease_events_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json overflow_ = nlohmann::ordered_json::object();  // past the events recorded one by one
@@ -408,7 +422,8 @@ class EgressProcess final : public ExecEgress {
 }  // namespace
 
 Result<std::unique_ptr<ExecEgress>> startEgressProcess(ExecInvocation& inv, const std::vector<std::string>& exec_args) {
-  auto egress = std::make_unique<EgressProcess>(!inv.credentials.empty(), !inv.credentials.empty() || inv.upstream_proxy);
+  auto egress = std::make_unique<EgressProcess>(!inv.credentials.empty(),
+                                                !inv.credentials.empty() || inv.upstream_proxy || inv.ssh_key);
   RETURN_IF_ERROR(egress->start(inv, exec_args));
   return std::unique_ptr<ExecEgress>(std::move(egress));
 }

@@ -97,6 +97,10 @@ int egressServeMain(const std::vector<std::string>& args) {
   EgressWiring wiring;
   wiring.proxy_end = UniqueFd(kChannelFd);
   wiring.events_file = UniqueFd(kEventsFd);
+  if (inv.ssh_key) {
+    if (!isUnixSocket(kEgressAgentFd, SOCK_STREAM)) return refuse("--ssh-key: the agent socket did not arrive");
+    wiring.ssh_agent_listener = UniqueFd(kEgressAgentFd);
+  }
   wiring.placeholder_random = [&random, &next](std::span<uint8_t> out) -> Result<void> {
     if (random.size() - next < out.size()) return Error(Errc::kIo, "egress control: too few placeholder bytes");
     std::memcpy(out.data(), random.data() + next, out.size());

@@ -59,6 +59,7 @@ struct EgressWiring {
   UniqueFd proxy_end;
   std::function<Result<void>(std::span<uint8_t>)> placeholder_random;
   UniqueFd events_file;
+  UniqueFd ssh_agent_listener;  // --ssh-key: the agent socket the launcher made (egress_process.h)
 };
 
 // corral-core's egress: the real proxy, in this process (cli/exec_egress.cc).

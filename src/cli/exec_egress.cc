@@ -7,12 +7,14 @@
 #include <cerrno>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "audit/sha256.h"
 #include "cli/exec.h"
 #include "cli/exec_options.h"
+#include "cli/ssh_agent_exposure.h"
 #include "net/lease_table.h"
 #include "net/sandbox_egress.h"
 #include "net/upstream_proxy.h"
@@ -80,6 +82,17 @@ class ProxyEgress final : public ExecEgress {
       std::lock_guard lock(mu_);
       record(leases_, net::leaseEventJson(e));
     };
+    if (inv.ssh_key) {
+      config.ssh_key_path = *inv.ssh_key;
+      config.ssh_agent_listener = std::move(wiring.ssh_agent_listener);
+      if (!config.ssh_agent_listener.valid()) {  // in this process: the socket is made here
+        auto sock = net::AgentSocket::create();
+        if (!sock) return sock.error();
+        agent_socket_.emplace(std::move(*sock));
+        config.ssh_agent_listener = agent_socket_->takeListener();
+        exposeAgentSocket(inv, agent_socket_->hostPath());
+      }
+    }
     ASSIGN_OR_RETURN(proxy_, net::SandboxEgress::start(std::move(config)));
     if (wiring.proxy_end.valid()) {
       proxy_->adopt(std::move(wiring.proxy_end));
@@ -159,6 +172,7 @@ class ProxyEgress final : public ExecEgress {
   nlohmann::ordered_json overflow_ = nlohmann::ordered_json::object();  // kind -> "decision/rule" -> count
   std::unique_ptr<net::SandboxEgress> proxy_;
   UniqueFd channel_;  // the sandbox's end
+  std::optional<net::AgentSocket> agent_socket_;  // --ssh-key in this process: removed after the run
 };
 
 }  // namespace

@@ -112,6 +112,12 @@ Result<void> onUpstreamProxyAuth(State& s, std::string_view opt, std::string_vie
   return {};
 }
 
+// A path on the host, read by the proxy (net/ssh_agent.h), which names any problem with it.
+Result<void> onSshKey(State& s, std::string_view, std::string_view v) {
+  s.inv.ssh_key = std::string(v);
+  return {};
+}
+
 // NAME=ENVVAR@URL[;opts]: names where the secret is, never the secret itself.
 Result<void> onCredential(State& s, std::string_view, std::string_view v) {
   ASSIGN_OR_RETURN(net::LeaseSpec spec, net::parseCredentialFlag(v));
@@ -284,7 +290,7 @@ struct Option {
   Handler handle;
 };
 
-constexpr std::array<Option, 29> kOptions = {{
+constexpr std::array<Option, 30> kOptions = {{
     {"--workspace", true, false, onWorkspace},
     {"--output", true, true, onOutput},
     {"--net", true, false, onNet},
@@ -294,6 +300,7 @@ constexpr std::array<Option, 29> kOptions = {{
     {"--lease-ca", true, false, onLeaseCa},
     {"--upstream-proxy", true, false, onUpstreamProxy},
     {"--upstream-proxy-auth", true, false, onUpstreamProxyAuth},
+    {"--ssh-key", true, false, onSshKey},
     {"--env", true, true, onEnv},
     {"--memory", true, false, onMemory},
     {"--pids", true, false, onPids},
@@ -340,7 +347,13 @@ Result<void> checkNetwork(const State& s) {
     if (!s.inv.credentials.empty()) return invalid("--credential needs --net proxy");
     if (!s.inv.internal.empty()) return invalid("--allow-internal needs --net proxy");
     if (s.inv.upstream_proxy) return invalid("--upstream-proxy needs --net proxy");
+    if (s.inv.ssh_key) return invalid("--ssh-key needs --net proxy");
   }
+  // The agent signs only for servers behind a tcp grant's tunnel: without one, nothing.
+  if (s.inv.ssh_key && std::none_of(s.inv.allow.begin(), s.inv.allow.end(), [](const policy::egress::Grant& g) {
+        return g.scheme == policy::egress::Scheme::kTcp;
+      }))
+    return invalid("--ssh-key needs an --allow tcp://host:port grant (the key signs only for servers behind one)");
   if (s.inv.upstream_proxy_auth && !s.inv.upstream_proxy) return invalid("--upstream-proxy-auth needs --upstream-proxy");
   // A CIDR opens nothing by itself: it only widens where granted names may resolve.
   if (!s.inv.internal.empty() && s.inv.allow.empty()) return invalid("--allow-internal needs an --allow grant by name");
@@ -422,6 +435,7 @@ std::string execUsage() {
   u += "  --allow-internal CIDR    granted names may resolve into this private range (repeatable)\n";
   u += "  --upstream-proxy URL|env send allowed traffic through a parent proxy (env: HTTPS_PROXY, NO_PROXY)\n";
   u += "  --upstream-proxy-auth VAR the parent's user:password, from corral's environment variable VAR\n";
+  u += "  --ssh-key PATH           an ssh-agent socket (SSH_AUTH_SOCK) signing with this host key file\n";
   u += "  --credential SPEC        with --net proxy: NAME=ENVVAR@URL[;header=H;format=F] lease (repeatable)\n";
   u += "  --lease-ca FILE          PEM CAs trusted toward lease upstreams (default: the system store)\n";
   u += "  --env K=V                set a variable; nothing else passes from here (repeatable)\n";

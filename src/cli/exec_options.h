@@ -31,6 +31,8 @@ struct ExecInvocation {
   // corral's environment variable VAR.
   std::optional<std::string> upstream_proxy;
   std::optional<std::string> upstream_proxy_auth;
+  // --ssh-key PATH: a host key file the sandbox's ssh-agent socket signs with (net/ssh_agent.h).
+  std::optional<std::string> ssh_key;
   bool backend_vm = false;                   // --backend vm: a QEMU microVM (vm/vm_backend.h); ns: the default
   vm::VmOptions vm;                          // --vm-memory, --vm-cpus, --vm-kernel, --allow-weaker kvm
   bool vm_options_given = false;             // any --vm-* or --allow-weaker kvm: needs --backend vm

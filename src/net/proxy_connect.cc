@@ -3,6 +3,7 @@
 // https grant read the client's first flight and check its TLS SNI against the authority
 // before any byte reaches the upstream (a tcp grant's bytes pass unread); then splice.
 #include "base/log.h"
+#include "net/open_tunnels.h"
 #include "net/proxy_connection.h"
 #include "net/tls_sni.h"
 #include "net/tunnel_sni.h"
@@ -97,6 +98,10 @@ void Connection::checkClientHello() {
 void Connection::openTunnel() {
   ev_.decision = "allow";
   ev_.rule = "allowed";
+  // What the SSH agent may bind a signature to: a tcp grant's tunnel to the vetted address
+  // itself (through a parent proxy, that address is not where this host's bytes go).
+  if (policy_->tunnels && dest_ && dest_->scheme == policy::egress::Scheme::kTcp && !via_parent_)
+    tunnel_id_ = policy_->tunnels->add({ev_.destination, ev_.resolved});
   touch();
   armIdle();
   auto first = std::make_shared<std::string>(std::move(inbuf_));

@@ -166,6 +166,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string parent_head_;  // the parent's answer to our CONNECT, as it arrives
   bool socks_greeted_ = false;  // the method selection is done; the request comes next
   bool finished_ = false;
+  uint64_t tunnel_id_ = 0;  // registered in policy_->tunnels (open_tunnels.h) while open; 0: not
   uint64_t timer_gen_ = 0;  // a timer handler runs only if no re-arm happened since
   // Leases. Broker mode: lease_ and its exchange on a worker. Placeholder mode: the swapped
   // headers (they hold secrets), the leases used, suspects, and the response rewriter.

@@ -5,6 +5,7 @@
 
 #include "base/sha256.h"
 #include "base/log.h"
+#include "net/open_tunnels.h"
 #include "net/proxy_connection.h"
 
 namespace corral::net {
@@ -138,6 +139,7 @@ void Connection::finish() {
   client_.close(ignored);
   server_.live.erase(this);
   server_.live_count.fetch_sub(1);
+  if (tunnel_id_ != 0) policy_->tunnels->remove(tunnel_id_);
   ev_.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
   // A connection that never sent a byte asked for nothing: no event, no log line.
   if (!got_bytes_ && ev_.rule != "too-many-connections") return;

@@ -37,6 +37,10 @@ struct ConnectionEvent {
   double duration_ms = 0;
   std::string lease;        // leases used or named, comma-separated ("" when none)
   uint32_t suspects = 0;    // placeholders seen where they are not swapped (placeholder mode)
+  // kind "ssh-agent" (ssh_agent.h) only: the agent key's and the server's host key's
+  // fingerprints ("SHA256:..."), never key material.
+  std::string ssh_key;
+  std::string host_key;
 };
 
 // Where a placeholder was seen but not swapped (placeholder.h's SuspectPlace, by name).
@@ -66,6 +70,7 @@ struct LeaseEvent {
 };
 
 class LeaseBroker;
+class OpenTunnels;
 struct UpstreamProxy;
 
 struct ClientPolicy {
@@ -83,6 +88,9 @@ struct ClientPolicy {
   // decision, to the vetted address), unless its NO_PROXY exempts the destination. Null:
   // dialled directly. Broker-mode lease requests always dial directly.
   std::shared_ptr<const UpstreamProxy> upstream;
+  // --ssh-key: the tcp-grant tunnels dialled directly are registered here while open, for the
+  // SSH agent to bind signatures to (open_tunnels.h). Null: not tracked.
+  std::shared_ptr<OpenTunnels> tunnels;
 };
 
 using Resolver = std::function<Result<std::vector<policy::egress::IpAddress>>(const std::string& host)>;

@@ -61,14 +61,30 @@ Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config)
   if (!config.leases.empty()) {
     ASSIGN_OR_RETURN(policy->leases, LeaseBroker::create(config.leases, config.env_lookup, config.tls, config.placeholder_random));
   }
+  // The key is read before the proxy starts too: an unusable one refuses the run.
+  std::unique_ptr<SshAgent> agent;
+  if (!config.ssh_key_path.empty()) {
+    if (!config.ssh_agent_listener.valid()) return Error(Errc::kInvalidArgument, "--ssh-key: no agent socket");
+    policy->tunnels = std::make_shared<OpenTunnels>();
+    SshAgentConfig a;
+    a.tag = config.tag;
+    a.key_path = config.ssh_key_path;
+    a.listener = std::move(config.ssh_agent_listener);
+    a.tunnels = policy->tunnels;
+    a.on_event = config.on_event;
+    ASSIGN_OR_RETURN(agent, SshAgent::start(std::move(a)));
+  }
   ProxyOptions options;
   options.on_event = config.on_event;
   options.on_lease_event = config.on_lease_event;
   ASSIGN_OR_RETURN(std::unique_ptr<ProxyServer> server, ProxyServer::start(std::move(options)));
-  return std::unique_ptr<SandboxEgress>(new SandboxEgress(std::move(config), std::move(server), std::move(policy)));
+  return std::unique_ptr<SandboxEgress>(
+      new SandboxEgress(std::move(config), std::move(server), std::move(policy), std::move(agent)));
 }
 
-SandboxEgress::~SandboxEgress() = default;
+SandboxEgress::~SandboxEgress() {
+  agent_.reset();  // its events come before the proxy's last ones, on a thread of its own
+}
 
 Result<UniqueFd> SandboxEgress::attach() {
   int pair[2];
@@ -106,6 +122,8 @@ nlohmann::ordered_json eventJson(const ConnectionEvent& e) {
   // Only when a CIDR admitted the address: records without one keep their earlier shape.
   if (!e.internal.empty()) j["internal"] = e.internal;
   if (!e.parent.empty()) j["upstream_proxy"] = e.parent;
+  if (!e.ssh_key.empty()) j["ssh_key"] = e.ssh_key;
+  if (!e.host_key.empty()) j["host_key"] = e.host_key;
   return j;
 }
 

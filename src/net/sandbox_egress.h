@@ -16,6 +16,7 @@
 #include "net/lease_spec.h"
 #include "net/lease_table.h"
 #include "net/proxy_server.h"
+#include "net/ssh_agent.h"
 #include "net/tls_upstream.h"
 #include "net/upstream_proxy.h"
 #include "policy/egress_grant.h"
@@ -41,6 +42,10 @@ struct EgressConfig {
   // Where each lease's placeholder comes from (16 bytes per lease, in order): a launcher that
   // fixed the sandbox's environment before the proxy started hands over the bytes it used.
   RandomFill placeholder_random = systemRandom;
+  // --ssh-key (ssh_agent.h): the key file, read at start, and the listening socket the
+  // sandbox's SSH_AUTH_SOCK names (ssh_agent_socket.h). Empty path: no agent.
+  std::string ssh_key_path;
+  UniqueFd ssh_agent_listener;
 };
 
 class SandboxEgress {
@@ -66,11 +71,13 @@ class SandboxEgress {
   std::vector<std::string> sandboxEnvironment() const;
 
  private:
-  SandboxEgress(EgressConfig config, std::unique_ptr<ProxyServer> server, std::shared_ptr<const ClientPolicy> policy)
-      : config_(std::move(config)), server_(std::move(server)), policy_(std::move(policy)) {}
+  SandboxEgress(EgressConfig config, std::unique_ptr<ProxyServer> server, std::shared_ptr<const ClientPolicy> policy,
+                std::unique_ptr<SshAgent> agent)
+      : config_(std::move(config)), server_(std::move(server)), policy_(std::move(policy)), agent_(std::move(agent)) {}
   EgressConfig config_;
   std::unique_ptr<ProxyServer> server_;
   std::shared_ptr<const ClientPolicy> policy_;
+  std::unique_ptr<SshAgent> agent_;  // --ssh-key; stopped before the proxy
 };
 
 // An event as a JSON object (the exec report and the run trace use the same fields).

@@ -18,136 +18,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness.h"
-#include "private_netns.h"
+#include "tcp_servers_fixture.h"
 
 namespace corral::testing {
 namespace {
 
-using Args = std::vector<std::string>;
-
 constexpr char kClaim[] = "egress.tcp-grants-socks5";
-constexpr char kAddress[] = "10.77.0.1";
-constexpr char kHosts[] =
-    "127.0.0.1 localhost\n"
-    "10.77.0.1 git.corp.test db.corp.test web.corp.test\n";
-constexpr char kInternal[] = "10.77.0.0/16";
-// nc -X 5 speaks SOCKS5 and sends the name as given: the sandbox resolves nothing.
-constexpr char kProxyCommand[] = "ProxyCommand=nc -X 5 -x 127.0.0.1:3128 %h %p";
 
-// The server side runs as nobody (PostgreSQL refuses root): its sshd runs commands with
-// nobody's login shell, which is nologin on Debian, so the private mount namespace gets a
-// passwd where it is /bin/sh. The host's /etc/passwd and /etc/shadow are untouched.
-std::string passwdWithNobodyShell() {
-  std::ifstream in("/etc/passwd");
-  std::string line, out;
-  while (std::getline(in, line)) {
-    if (line.rfind("nobody:", 0) == 0) line = line.substr(0, line.rfind(':')) + ":/bin/sh";
-    out += line + "\n";
-  }
-  return out;
-}
-
-class EgressTcpGrantsSocks5 : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    skip_ = enterPrivateNetwork({kAddress}, kHosts);
-    if (skip_.empty()) skip_ = bindOverFile("/etc/passwd", passwdWithNobodyShell());
-    // sshd without PAM refuses a locked account, and an unprivileged sshd cannot read the
-    // real shadow file: a shadow of nobody's entry alone, whose field no password matches.
-    if (skip_.empty()) skip_ = bindOverFile("/etc/shadow", "nobody:no-password-matches-this:20000:0:99999:7:::\n");
-    if (!skip_.empty()) return;
-    for (const char* tool : {"/usr/sbin/sshd", "/usr/bin/nc", "/usr/bin/psql", "/usr/lib/postgresql/15/bin/initdb"})
-      if (::access(tool, X_OK) != 0) skip_ += std::string(skip_.empty() ? "" : ", ") + tool + " missing";
-    if (!skip_.empty()) {
-      skip_ += " (scripts/bootstrap.sh installs them)";
-      return;
-    }
-  }
-  // Starts the servers a test uses (once per process; ctest runs each test in its own).
-  static void need(const Args& services) {
-    if (servers_ != nullptr) return;
-    dir_ = new TempDir("tcp-servers");
-    if (isRoot() && ::chown(dir_->path().c_str(), kNobody, kNobody) != 0) return;
-    RunOptions o;
-    o.stdin_pipe = true;
-    o.deadline = std::chrono::minutes(10);
-    if (isRoot()) o.as_user = kNobody;
-    Args argv = {"/usr/bin/python3", std::string(CORRAL_SOURCE_DIR) + "/tests/security/tcp_servers.py", dir_->path(), kAddress};
-    argv.insert(argv.end(), services.begin(), services.end());
-    servers_ = new Process(Process::start(argv, o));
-    auto line = servers_->readLine(std::chrono::seconds(120));
-    ports_ = nlohmann::json::parse(line.value_or(""), nullptr, false);
-  }
-  static void TearDownTestSuite() {
-    if (servers_) {
-      servers_->closeStdin();
-      servers_->exitedWithin(std::chrono::seconds(30));
-    }
-    delete servers_;
-    delete dir_;
-    servers_ = nullptr;
-    dir_ = nullptr;
-  }
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << "no private network for the tcp servers: " << skip_;
-  }
-  // SetUp's part for the servers this test uses.
-  static ::testing::AssertionResult started(const Args& services) {
-    need(services);
-    if (ports_.is_object() && ports_.contains("ssh")) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "tcp_servers.py did not start: "
-                                         << (dir_ ? dir_->read("sshd.log") + dir_->read("pg.log") : "");
-  }
-
-  static std::string port(const char* name) { return std::to_string(ports_[name].get<int>()); }
-  static std::string grant(const std::string& host, const char* name) { return "tcp://" + host + ":" + port(name); }
-
-  // `corral exec --net proxy` with these grants (and the internal CIDR unless told not to),
-  // the ssh client's key and known_hosts in the workspace, running `sh -c script`.
-  static RunResult run(const Args& grants, const std::string& script, bool internal = true) {
-    TempDir ws("tcp-ws");
-    ws.write("id", dir_->read("client_key"), 0600);
-    ws.write("known_hosts", dir_->read("known_hosts"));
-    Args opts = {"--net", "proxy", "--timeout", "90s", "--workspace", ws.path()};
-    for (const std::string& g : grants) opts.insert(opts.end(), {"--allow", g});
-    if (internal) opts.insert(opts.end(), {"--allow-internal", kInternal});
-    return runCorral(opts, {"sh", "-c", script}, withDeadline());
-  }
-  static RunOptions withDeadline() {
-    RunOptions o;
-    o.deadline = std::chrono::seconds(120);
-    return o;
-  }
-  static std::string sshCommand() {
-    return "ssh -F /dev/null -i /workspace/id -o UserKnownHostsFile=/workspace/known_hosts "
-           "-o StrictHostKeyChecking=yes -o BatchMode=yes -o '" +
-           std::string(kProxyCommand) + "' -p " + port("ssh");
-  }
-
-  static std::vector<nlohmann::json> events(const RunResult& r) {
-    std::vector<nlohmann::json> out;
-    if (r.report && (*r.report)["egress"].is_array())
-      for (const auto& e : (*r.report)["egress"]) out.push_back(e);
-    return out;
-  }
-  // The tunnel's event: SOCKS5, decided by the tcp grant, resolved on the host into the CIDR.
-  static void expectSocksTunnel(const nlohmann::json& e, const std::string& host, const char* name) {
-    EXPECT_EQ(e["kind"], "socks5") << e.dump();
-    EXPECT_EQ(e["method"], "CONNECT") << e.dump();
-    EXPECT_EQ(e["decision"], "allow") << e.dump();
-    EXPECT_EQ(e["destination"], host + ":" + port(name)) << e.dump();
-    EXPECT_EQ(e["resolved"], std::string(kAddress) + ":" + port(name)) << "resolved on the host: " << e.dump();
-    EXPECT_EQ(e["internal"], kInternal) << e.dump();
-    EXPECT_GT(e["bytes_up"].get<uint64_t>(), 0u) << e.dump();
-    EXPECT_GT(e["bytes_down"].get<uint64_t>(), 0u) << e.dump();
-  }
-
-  static inline std::string skip_;
-  static inline TempDir* dir_ = nullptr;
-  static inline Process* servers_ = nullptr;
-  static inline nlohmann::json ports_;
-};
+class EgressTcpGrantsSocks5 : public TcpServersFixture {};
 
 TEST_F(EgressTcpGrantsSocks5, CurlSocks5HostnameReachesATcpGrantByANameOnlyTheHostResolves) {
   ASSERT_TRUE(started({"http"}));
