@@ -4,9 +4,11 @@
 """
   release-sbom.py generate --packages packaging/sbom-packages.txt --version V --commit C \
                            --epoch SOURCE_DATE_EPOCH --out corral-V.spdx.json
-  release-sbom.py check --sbom F --build DIR
-      every file the linker maps (DIR/corral.map, DIR/corral-core.map) and every header
-      the compiler read (ninja -t deps) belongs to a Debian package the SBOM lists.
+  release-sbom.py check --sbom F --build DIR --binaries corral corral-core ...
+      every file the linker maps (DIR/NAME.map, else DIR/maps/NAME.map, for each binary),
+      every header the compiler read (ninja -t deps) and every shared library a binary names
+      (DT_NEEDED, or a "libX.so.N" string it hands to dlopen) belongs to a Debian package the
+      SBOM lists.
 
 Deterministic: the same commit and the same installed packages give the same bytes (the
 creation time is the commit's time, the namespace is derived from version and commit).
@@ -133,10 +135,37 @@ def resolved(path):
             yield "/usr" + p
 
 
+def map_of(build, binary):
+    for p in (os.path.join(build, binary + ".map"), os.path.join(build, "maps", binary + ".map")):
+        if os.path.exists(p):
+            return p
+    sys.exit(f"release-sbom: no linker map for {binary} in {build} or {build}/maps (scripts/release.sh links with -Map)")
+
+
+def named_libraries(path):
+    """The libX.so.N names in a binary: its DT_NEEDED entries and the names it passes to dlopen."""
+    data = open(path, "rb").read()
+    return sorted({m.decode() for m in re.findall(rb"(?<![A-Za-z0-9_.+-])lib[A-Za-z0-9_+-]+\.so\.[0-9]+", data)})
+
+
+def library_paths():
+    """{soname: path} from the dynamic linker's cache (ldconfig -p), this architecture only."""
+    out = {}
+    text = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    for m in re.finditer(r"^\s+(\S+) \(libc6,x86-64[^)]*\) => (\S+)$", text, re.M):
+        out.setdefault(m.group(1), m.group(2))
+    return out
+
+
 def check(a):
     used = set()
-    for binary in ("corral", "corral-core"):
-        text = open(os.path.join(a.build, binary + ".map"), errors="replace").read()
+    cache = library_paths()
+    for binary in a.binaries:
+        for lib in named_libraries(os.path.join(a.build, binary)):
+            if lib not in cache:
+                sys.exit(f"release-sbom: {binary} names {lib}, which the dynamic linker's cache does not know")
+            used.add(cache[lib])
+        text = open(map_of(a.build, binary), errors="replace").read()
         used |= set(re.findall(r"^LOAD (/\S+)", text, re.M))
         used |= set(re.findall(r"^(/\S+?\.a)\(", text, re.M))
         for m in re.findall(r"^ \.\S+\s+0x[0-9a-f]+\s+0x[0-9a-f]+ (/usr/\S+)$", text, re.M):
@@ -175,6 +204,7 @@ def main():
     c = sub.add_parser("check")
     c.add_argument("--sbom", required=True)
     c.add_argument("--build", required=True)
+    c.add_argument("--binaries", nargs="+", required=True, help="the shipped binaries, by name in --build")
     a = ap.parse_args()
     generate(a) if a.cmd == "generate" else check(a)
 

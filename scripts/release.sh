@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # `make release`: a signed, reproducible release of the current commit in dist/ (docs/install.md).
 #   scripts/release.sh --key PRIVATE_PEM [--out DIR] [--work DIR]      (or RELEASE_KEY=PATH)
-# Builds corral and corral-core from `git archive` of HEAD (tracked changes included and the
-# commit marked -dirty), in Release mode with the reproducibility flags, and writes to DIR:
+# Builds corral, corral-core and the two helpers corral-core runs from beside itself
+# (corral-wasm-guest, corral-vm-init) from `git archive` of HEAD (tracked changes included and
+# the commit marked -dirty), in Release mode with the reproducibility flags, and writes to DIR:
 #   corral_V_amd64.deb  corral-V-linux-amd64.tar.gz  corral-V.spdx.json  SHA256SUMS  SHA256SUMS.sig
 # The same commit gives the same bytes in any folder at any time (tests/release/reproducible.sh).
 set -euo pipefail
@@ -87,18 +88,29 @@ flags+=" -fstack-protector-strong -fstack-clash-protection -fcf-protection -D_FO
 # absolute paths below it into relative ones, which -ffile-prefix-map then no longer
 # matches: a build under /work and one elsewhere would differ in every __FILE__. Off here.
 export CCACHE_BASEDIR=
+# Every shipped binary: the two halves of the command and the helpers corral-core finds in its
+# own directory (cli/wasm.cc guestBinaryPath, vm/vm_backend.cc agentPath), so all four go to
+# /usr/bin side by side.
+bins=(corral corral-core corral-wasm-guest corral-vm-init)
+# The linker's map of each one, for the SBOM check: cmake/release.cmake names corral.map and
+# corral-core.map itself (its option comes later on the link line and wins); for the helpers,
+# ld's directory form writes $build/maps/<output>.map. A side file: the binaries do not change.
+mkdir -p "$build/maps"
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-  -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-Wl,-Map=$build/maps/" \
   -DCORRAL_RELEASE=ON -DCORRAL_GIT_COMMIT="$commit" -DCORRAL_SBOM_SHA256="$sbom_sha" >"$work/configure.log" \
   || { tail -20 "$work/configure.log" >&2; echo "release: configure failed ($work/configure.log)" >&2; exit 1; }
-cmake --build "$build" -j "$jobs" --target corral corral-core >"$work/build.log" \
+cmake --build "$build" -j "$jobs" --target "${bins[@]}" >"$work/build.log" \
   || { grep -E 'error|FAILED' "$work/build.log" | head -20 >&2; echo "release: build failed ($work/build.log)" >&2; exit 1; }
-python3 "$src/scripts/release-sbom.py" check --sbom "$gen/$sbom" --build "$build"
+python3 "$src/scripts/release-sbom.py" check --sbom "$gen/$sbom" --build "$build" --binaries "${bins[@]}"
 
 # The package tree: the .deb's and the tarball's files are these.
+# corral-vm-init is static-pie, like the launcher: --strip-unneeded keeps what its own startup
+# code relocates with (.dynamic, .rela.dyn, .dynsym); tests/release/check_release.sh starts the
+# stripped copy, and boots it as a microVM's PID 1 where the host has a VM.
 install -d "$stage/usr/bin"
-for bin in corral corral-core; do
+for bin in "${bins[@]}"; do
   strip --strip-unneeded -o "$stage/usr/bin/$bin" "$build/$bin"
   if grep -qaF -e "$work" -e "$top" -e "../src/src/" "$stage/usr/bin/$bin"; then
     echo "release: $bin names a build folder ($work, $top or ../src/): a flag or a compiled-in path escaped -ffile-prefix-map" >&2
@@ -109,7 +121,10 @@ python3 "$src/scripts/manpages.py" --corral "$stage/usr/bin/corral-core" --out "
   --date "$(date -u -d "@$SOURCE_DATE_EPOCH" +%F)"
 install -d "$stage/usr/share/man/man1"
 for page in "$gen"/man1/*.1; do gzip -9n <"$page" >"$stage/usr/share/man/man1/$(basename "$page").gz"; done
-# corral-core is corral's other half (cli/launcher.cc): its page is corral's.
+# corral-core is corral's other half (cli/launcher.cc): its page is corral's. The two helpers
+# get no page: nobody runs them by hand (corral-wasm-guest is started by `corral wasm run`
+# inside the sandbox, corral-vm-init is PID 1 of a microVM and refuses to run as anything
+# else), and a .so to corral(1) would document nothing about them; lintian-overrides says so.
 printf '.so man1/corral.1\n' | gzip -9n >"$stage/usr/share/man/man1/corral-core.1.gz"
 install -D -m 0644 "$gen/bash/corral" "$stage/usr/share/bash-completion/completions/corral"
 install -D -m 0644 "$gen/zsh/_corral" "$stage/usr/share/zsh/vendor-completions/_corral"
@@ -123,14 +138,17 @@ python3 "$src/scripts/release-changelog.py" --changelog "$src/CHANGELOG.md" --ve
   --epoch "$SOURCE_DATE_EPOCH" | gzip -9n >"$doc/changelog.gz"
 install -D -m 0644 "$src/packaging/debian/lintian-overrides" "$stage/usr/share/lintian/overrides/corral"
 
-# Depends: what dpkg-shlibdeps reads from the binaries, plus libcurl4, which corral-core
-# loads with dlopen on the first model call (agent/curl_loader.cc), so no ELF header names it.
+# Depends: what dpkg-shlibdeps reads from the binaries, plus the two libraries loaded with
+# dlopen, which no ELF header names: libcurl4, by corral-core on the first model call
+# (agent/curl_loader.cc), and libssl3, by corral-wasm-guest for a guest's https:// request
+# without a lease (wasm/guest/tls_client.cc).
 mkdir -p "$work/shlibdeps/debian"
 printf 'Source: corral\n\nPackage: corral\nArchitecture: amd64\n' >"$work/shlibdeps/debian/control"
-shlibs=$(cd "$work/shlibdeps" && dpkg-shlibdeps -O -e"$stage/usr/bin/corral-core" -e"$stage/usr/bin/corral" 2>"$work/shlibdeps.log" \
-  | sed -n 's/^shlibs:Depends=//p')
+analyze=()
+for bin in "${bins[@]}"; do analyze+=(-e"$stage/usr/bin/$bin"); done
+shlibs=$(cd "$work/shlibdeps" && dpkg-shlibdeps -O "${analyze[@]}" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
 [[ -n $shlibs ]] || { cat "$work/shlibdeps.log" >&2; echo "release: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
-depends="$shlibs, libcurl4"
+depends="$shlibs, libcurl4, libssl3"
 install -d "$stage/DEBIAN"
 install -m 0755 "$src/packaging/debian/postrm" "$stage/DEBIAN/postrm"
 # Fixed modes and times: what the archives record must not depend on umask or build time.

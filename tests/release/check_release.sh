@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Checks one release directory as a user and a distribution would (tests/release/run.sh).
-#   check_release.sh DIST PUBLIC_PEM PRIVATE_PEM
+#   check_release.sh DIST PUBLIC_PEM PRIVATE_PEM [RELEASE_BUILD_DIR]
 # The private key only signs damaged copies (a tampered SHA256SUMS that is validly signed).
+# RELEASE_BUILD_DIR (scripts/release.sh's build/) lets the SBOM check be run against a list
+# with packages taken out, to show it refuses them.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
-dist=$(cd "$1" && pwd) pub=$2 priv=$3
+dist=$(cd "$1" && pwd) pub=$2 priv=$3 release_build=${4:-}
 version=$(sed -n 's/^project(corral VERSION \([0-9][0-9.]*\) .*/\1/p' "$top/CMakeLists.txt")
 deb=$dist/corral_${version}_amd64.deb tarball=$dist/corral-$version-linux-amd64.tar.gz sbom=$dist/corral-$version.spdx.json
 tmp=$(mktemp -d)
@@ -35,7 +37,11 @@ refuses VerifyRelease.NoKeyIsUsage "missing --public-key" "$corral" verify-relea
 # The package as Debian sees it. lintian at its default level; overrides say why.
 check Package.LintianClean sh -c "lintian --fail-on error,warning '$deb'"
 check Package.DependsFromShlibdeps sh -c "dpkg-deb -f '$deb' Depends | grep -q 'libc6 (>= '"
-check Package.HasEveryPath sh -c "dpkg-deb -c '$deb' | awk '{print \$6}' > '$tmp/list' && for p in ./usr/bin/corral ./usr/bin/corral-core ./usr/share/man/man1/corral.1.gz ./usr/share/bash-completion/completions/corral ./usr/share/zsh/vendor-completions/_corral ./lib/systemd/system/corral.service ./usr/lib/systemd/user/corral.service ./usr/share/doc/corral/copyright ./usr/share/doc/corral/README.md ./usr/share/doc/corral/SECURITY.md ./usr/share/doc/corral/docs/install.md; do grep -qx \"\$p\" '$tmp/list' || { echo \"missing \$p\"; exit 1; }; done"
+check Package.HasEveryPath sh -c "dpkg-deb -c '$deb' | awk '{print \$6}' > '$tmp/list' && for p in ./usr/bin/corral ./usr/bin/corral-core ./usr/bin/corral-wasm-guest ./usr/bin/corral-vm-init ./usr/share/man/man1/corral.1.gz ./usr/share/bash-completion/completions/corral ./usr/share/zsh/vendor-completions/_corral ./lib/systemd/system/corral.service ./usr/lib/systemd/user/corral.service ./usr/share/doc/corral/copyright ./usr/share/doc/corral/README.md ./usr/share/doc/corral/SECURITY.md ./usr/share/doc/corral/docs/install.md; do grep -qx \"\$p\" '$tmp/list' || { echo \"missing \$p\"; exit 1; }; done"
+# corral-core runs the helpers from its own directory (cli/wasm.cc, vm/vm_backend.cc): all four
+# must be executables in /usr/bin, and nothing else there.
+check Package.BinariesSideBySideAndExecutable sh -c "dpkg-deb -c '$deb' | awk '\$6 ~ /^\.\/usr\/bin\/./ {print \$1, \$6}' | sort -k2 > '$tmp/bins' &&
+  printf '%s\n' '-rwxr-xr-x ./usr/bin/corral' '-rwxr-xr-x ./usr/bin/corral-core' '-rwxr-xr-x ./usr/bin/corral-vm-init' '-rwxr-xr-x ./usr/bin/corral-wasm-guest' | diff - '$tmp/bins'"
 check Package.RootOwnedFiles sh -c "! dpkg-deb -c '$deb' | awk '{print \$2}' | grep -v '^root/root$'"
 check Tarball.SameFilesAsDeb sh -c "tar -tzf '$tarball' | sed -e 's,^corral-$version-linux-amd64/,./,' -e 's,/\$,,' | grep -v '^\.\$' | sort > '$tmp/t' && dpkg-deb -c '$deb' | awk '{print \$6}' | sed 's,/\$,,' | grep -v '^\.\$' | sort > '$tmp/d.txt' && diff '$tmp/d.txt' '$tmp/t'"
 
@@ -75,6 +81,28 @@ v = json.loads(subprocess.check_output(['$corral', 'version', '--json']))
 assert v['commit'] in p['corral']['sourceInfo'], (v['commit'], p['corral'])
 "
 check Version.JsonNamesSbomHash sh -c "'$corral' version --json | python3 -c \"import json,sys,hashlib; v=json.load(sys.stdin); assert v['sbom_sha256']==hashlib.sha256(open('$sbom','rb').read()).hexdigest(), v; assert v['version']=='$version' and v['release'] and v['build_type']=='Release', v; assert any(l['name']=='openssl' for l in v['libraries'])\""
+# The stripped helpers still start: the static-pie agent relocates itself before main (a strip
+# that took what it relocates with would crash it first), then refuses to run outside a VM.
+refuses Binaries.StrippedVmInitStartsAndRefusesOutsideAVm "runs only as PID 1 of a corral microVM" "$root/usr/bin/corral-vm-init"
+refuses Binaries.StrippedWasmGuestStartsAndPrintsUsage "usage: corral-wasm-guest" "$root/usr/bin/corral-wasm-guest"
+check Binaries.VmInitIsStatic sh -c "! readelf -l '$root/usr/bin/corral-vm-init' | grep -q 'INTERP' && ! readelf -d '$root/usr/bin/corral-vm-init' | grep -q NEEDED"
+if [[ -n $release_build && -d $release_build ]]; then
+  # The control for the SBOM check the release ran: the same build against an SBOM without
+  # wabt (whose wasm-rt.h corral-wasm-guest compiles against) and libssl3 (which it loads with
+  # dlopen) must be refused, each by name.
+  sbom_refuses() {
+    grep -vE '^(wabt|libssl3) ' "$top/packaging/sbom-packages.txt" >"$tmp/fewer.txt"
+    python3 "$top/scripts/release-sbom.py" generate --packages "$tmp/fewer.txt" --version "$version" --commit 0000000000000000000000000000000000000000 \
+      --epoch 0 --out "$tmp/fewer.spdx.json" >/dev/null || return 1
+    local out
+    out=$(python3 "$top/scripts/release-sbom.py" check --sbom "$tmp/fewer.spdx.json" --build "$release_build" \
+      --binaries corral corral-core corral-wasm-guest corral-vm-init 2>&1) && { echo "check passed without wabt and libssl3"; return 1; }
+    [[ $out == *"wabt is linked or compiled in"* && $out == *"libssl3 is linked or compiled in"* ]] || { echo "$out"; return 1; }
+  }
+  check Sbom.CheckRefusesTheHelpersMissingPackages sbom_refuses
+else
+  skip Sbom.CheckRefusesTheHelpersMissingPackages "no release build directory given"
+fi
 check Binaries.NoHostnameOrBuildPath sh -c "h=\$(hostname); for b in '$root'/usr/bin/*; do ! grep -qaF -e /work/ -e /tmp/ \"\$b\" || { echo \"\$b names a build path\"; exit 1; }; [ \${#h} -lt 6 ] || ! grep -qaF \"\$h\" \"\$b\" || { echo \"\$b names the host \$h\"; exit 1; }; done"
 
 totals

@@ -30,7 +30,7 @@ for f in "$dist_a"/*; do
     fail "Reproducible.IdenticalBytes[$name]" "differs from the build in $work ($(cmp "$f" "$tmp/dist/$name" 2>&1 | head -1))"
   fi
 done
-for bin in corral corral-core; do
+for bin in corral corral-core corral-wasm-guest corral-vm-init; do
   if cmp -s "$top/build-release/stage/usr/bin/$bin" "$work/stage/usr/bin/$bin" 2>/dev/null; then
     pass "Reproducible.IdenticalBinary[$bin]"
   else

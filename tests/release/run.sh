@@ -40,7 +40,7 @@ if ! "$top/scripts/release.sh" --key "$priv" --out "$tmp/dist" >"$tmp/release.lo
 fi
 echo "PASS Release.Builds ($(($(date +%s) - t0)) s)"
 t1=$(date +%s)
-"$here/check_release.sh" "$tmp/dist" "$pub" "$priv" || status=1
+"$here/check_release.sh" "$tmp/dist" "$pub" "$priv" "$top/build-release/build" || status=1
 echo "test-release: checks took $(($(date +%s) - t1)) s"
 t1=$(date +%s)
 "$here/install_test.sh" "$tmp/dist"/corral_*_amd64.deb || status=1
