@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "audit/sha256.h"
+#include "base/copy_fd.h"
 #include "base/read_fd.h"
 #include "base/remove_tree.h"
 #include "base/unique_fd.h"
@@ -217,13 +218,7 @@ Result<void> stageOne(const std::string& staging, const std::string& path) {
   if (!src.valid()) return {};  // unreadable to this user (a 0600 file): the guest will not have it
   UniqueFd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0755));
   if (!out.valid()) return sysError("create " + dst);
-  off_t left = st.st_size;
-  while (left > 0) {
-    ssize_t n = ::copy_file_range(src.get(), nullptr, out.get(), nullptr, static_cast<size_t>(left), 0);
-    if (n <= 0) return sysError("copy " + path);
-    left -= n;
-  }
-  return {};
+  return copyFdContents(src.get(), out.get(), st.st_size, path);
 }
 
 Result<void> mkdirs(const std::string& path) {

@@ -19,6 +19,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "base/copy_fd.h"
 #include "base/remove_tree.h"
 #include "base/unique_fd.h"
 #include "sandbox/host_cgroups.h"
@@ -226,12 +227,7 @@ Result<std::string> placeInRunDir(const std::string& src, const RunDir& dir, con
   if (!out.valid()) return sysError("create " + dst);
   struct stat st;
   if (::fstat(in.get(), &st) != 0) return sysError("stat " + src);
-  off_t left = st.st_size;
-  while (left > 0) {
-    ssize_t n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, static_cast<size_t>(left), 0);
-    if (n <= 0) return sysError("copy " + src);
-    left -= n;
-  }
+  RETURN_IF_ERROR(copyFdContents(in.get(), out.get(), st.st_size, src));
   return dst;
 }
 

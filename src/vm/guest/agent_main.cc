@@ -258,7 +258,10 @@ int agent(int argc, char** argv) {
   ::mount("tmpfs", "/newroot", "tmpfs", MS_NOSUID, "mode=0755,size=1m");
   for (const char* d : {"dev", "proc", "sys", "tmp", "usr", "ws", "etc", "root"}) ::mkdir((std::string("/newroot/") + d).c_str(), 0755);
   for (const char* l : {"bin", "sbin", "lib", "lib64"})
-    ::symlink((std::string("usr/") + l).c_str(), (std::string("/newroot/") + l).c_str());
+    if (::symlink((std::string("usr/") + l).c_str(), (std::string("/newroot/") + l).c_str()) != 0) {
+      kmsg(std::string("symlink /newroot/") + l + ": " + std::strerror(errno));
+      powerOff();
+    }
   ::mount("devtmpfs", "/newroot/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755");
   if (int null = ::open("/newroot/dev/null", O_RDWR); null >= 0) {
     for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
