@@ -54,6 +54,9 @@ claims: build
 bench: build
 	@python3 bench/exec_bench.py --corral $(BUILD)/corral --out docs/benchmarks.md
 
+bench-daemon: build
+	@python3 bench/daemon_bench.py --corral $(BUILD)/corral --out docs/benchmarks-daemon.md
+
 bench-proxy: build
 	@python3 bench/proxy_bench.py --proxy $(BUILD)/corral-proxy-bench --relay $(BUILD)/corral-splice-relay --repeat 2 --out docs/benchmarks-proxy.md
 

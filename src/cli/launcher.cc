@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/daemon.h"
 #include "cli/egress_process.h"
 #include "cli/exec.h"
 #include "cli/option_echo.h"
 #include "cli/usage.h"
+#include "daemon/paths.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -55,6 +57,10 @@ Result<std::string> coreBinaryPath() {
 int launcherMain(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
   if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
+  // `session exec` is the call an agent makes again and again: served here too, it skips
+  // corral-core's start (its client is a Unix-socket HTTP client, no OpenSSL; docs/daemon.md).
+  if (std::string(argv[1]) == "session" && argc > 2 && std::string(argv[2]) == "exec" && daemon::socketKnownWithoutPasswd())
+    return sessionMain(std::vector<std::string>(argv + 2, argv + argc));
   if (std::string(argv[1]) != "exec") return handOffOrFail(argv);
   std::vector<std::string> rest(argv + 2, argv + argc);
   // A --net proxy run stays here too: its proxy is a corral-core process started beside the
