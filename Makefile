@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 # build-sanitize reuses the plain build's test objects (and worktrees share objects).
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all bootstrap configure build test test-unit test-security test-rootless sanitize-build test-sanitize demo demo-exec claims bench bench-proxy clean
+.PHONY: all bootstrap configure build test test-unit test-security test-rootless sanitize-build test-sanitize demo demo-exec claims bench bench-daemon bench-proxy clean
 
 all: build
 
