@@ -33,7 +33,7 @@ start_table() {
   printf '(module (memory (export "memory") 1) (func (export "_start")))' > "$work/nop.wat"
   wat2wasm "$work/nop.wat" -o "$work/nop.wasm"
   "$corral" wasm compile "$work/nop.wasm" > /dev/null
-  local n=${WASM_BENCH_START_RUNS:-10} e= s= us
+  local n=${WASM_BENCH_START_RUNS:-10} e="" s="" us
   for ((r = 0; r < n; ++r)); do
     us=$(wall_us "$corral" exec -- /bin/true); [[ -z $e || $us -lt $e ]] && e=$us
     us=$(wall_us "$corral" wasm run "$work/nop.wasm"); [[ -z $s || $us -lt $s ]] && s=$us

@@ -25,15 +25,6 @@ constexpr char kGuestBinary[] = "/opt/corral-wasm/guest";
 // bound: the sandbox's uid need not be able to reach the cache, which is 0700.
 constexpr char kGuestModule[] = "/workspace/module.so";
 
-// corral-wasm-guest sits beside corral-core, as corral-core sits beside corral.
-Result<std::string> guestBinaryPath() {
-  ASSIGN_OR_RETURN(std::string core, coreBinaryPath());  // ".../corral-core" beside this binary's dir
-  std::string guest = core.substr(0, core.rfind('/') + 1) + "corral-wasm-guest";
-  struct stat st {};
-  if (::stat(guest.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return sysError("cannot find " + guest);
-  return guest;
-}
-
 // The module's own maximum must fit --memory: a module that declares it needs more is refused
 // up front, not left to fail at its first memory.grow.
 Result<uint32_t> memoryPages(const wasm::ModuleInfo& info, uint64_t memory_bytes) {
@@ -68,6 +59,15 @@ bool needsCore(const WasmInvocation& inv) {
 
 }  // namespace
 
+// corral-wasm-guest sits beside corral-core, as corral-core sits beside corral.
+Result<std::string> wasmGuestBinaryPath() {
+  ASSIGN_OR_RETURN(std::string core, coreBinaryPath());  // ".../corral-core" beside this binary's dir
+  std::string guest = core.substr(0, core.rfind('/') + 1) + "corral-wasm-guest";
+  struct stat st {};
+  if (::stat(guest.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return sysError("cannot find " + guest);
+  return guest;
+}
+
 int wasmFail(const std::string& message, bool json) {
   std::fprintf(stderr, "corral: %s\n", policy::oneLine(message).c_str());
   if (json) {
@@ -84,7 +84,7 @@ int wasmRunMain(const WasmInvocation& inv, const WasmRunEnvironment& env) {
     if (::stat(d.host.c_str(), &st) != 0) return wasmFail(sysError("--dir " + d.host).message(), inv.json);
     if (!S_ISDIR(st.st_mode)) return wasmFail("--dir " + d.host + ": not a directory", inv.json);
   }
-  auto guest = guestBinaryPath();
+  auto guest = wasmGuestBinaryPath();
   if (!guest) return wasmFail(guest.error().message(), inv.json);
   auto found = env.module(inv);
   if (!found) return wasmFail(found.error().message(), inv.json);

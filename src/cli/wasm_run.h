@@ -35,6 +35,9 @@ int wasmRunMain(const WasmInvocation& inv, const WasmRunEnvironment& env);
 // from corral_http) runs here; everything else goes to hand_off before anything ran.
 int wasmLauncherMain(const std::vector<std::string>& args, const std::function<int()>& hand_off);
 
+// corral-wasm-guest, beside corral-core (found through /proc/self/exe, never PATH).
+Result<std::string> wasmGuestBinaryPath();
+
 // One "corral: " line on stderr and, with --json, a report holding only the error; 125.
 int wasmFail(const std::string& message, bool json);
 
