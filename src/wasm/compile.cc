@@ -103,7 +103,7 @@ Result<void> runCompileChild(const std::string& dir_path, int dir, const ImportM
 Result<Compiled> compileModule(const std::string& path, const CompileOptions& o) {
   ASSIGN_OR_RETURN(Lookup l, lookupModule(path, o.cache, o.caps));
   Compiled& c = l.module;
-  if (c.cache_hit) return std::move(c);
+  if (c.cache_hit) return std::move(l.module);
   const UniqueFd& root = l.root;
   const std::string& root_path = l.root_path;
   const ImportModules& modules = l.imports;
@@ -133,7 +133,7 @@ Result<Compiled> compileModule(const std::string& path, const CompileOptions& o)
   ASSIGN_OR_RETURN(std::optional<std::string> placed, findEntry(root, root_path, c.key));
   if (!placed) return Error(Errc::kIo, "wasm cache: entry " + c.key + " vanished after compiling");
   c.so_path = *placed;
-  return std::move(c);
+  return std::move(l.module);
 }
 
 }  // namespace corral::wasm
