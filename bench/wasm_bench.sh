@@ -89,7 +89,7 @@ if command -v wasm-interp > /dev/null; then
   echo
 fi
 start_table
-echo "| module | bytes | compile (wasm2c + cc -O2, sandboxed) | per 100 KB |"
+echo "| module | bytes | compile (wasm2c + cc -O3, sandboxed) | per 100 KB |"
 echo "|---|---|---|---|"
 for k in cpu mem; do
   bytes=$(stat -c %s "$work/$k.wasm")

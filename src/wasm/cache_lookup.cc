@@ -56,7 +56,7 @@ std::string ImportModules::defines() const {
 }
 
 std::string compileFlags(const ImportModules& m) {
-  return "wasm2c --no-debug-names -n corral; cc -O2 -fPIC -shared -w " + m.defines() + " -lm";
+  return std::string("wasm2c --no-debug-names -n corral; cc ") + kCcFlags + " " + m.defines() + " -lm";
 }
 
 Result<Lookup> lookupModule(const std::string& path, const std::optional<std::string>& cache, const ScanCaps& caps) {

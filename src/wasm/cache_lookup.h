@@ -40,7 +40,11 @@ struct Lookup {
 // untrusted root or entry. A miss is a Lookup whose module.cache_hit is false.
 Result<Lookup> lookupModule(const std::string& path, const std::optional<std::string>& cache, const ScanCaps& caps);
 
-// The compile flags as the key records them; cc's -D flags follow the import modules.
+// cc's flags for wasm2c's output (the -D flags follow the import modules). -O3, not -O2:
+// 0.85x -> 0.93x native on bench/wasm/cpu.c for 0-27 % more compile time and no change at the
+// 128 KiB function cap (docs/benchmarks-wasm.md, session 20).
+inline constexpr char kCcFlags[] = "-O3 -fPIC -shared -w";
+// The compile flags as the key records them.
 std::string compileFlags(const ImportModules& m);
 
 }  // namespace corral::wasm

@@ -51,7 +51,7 @@ std::string compileScript(const ImportModules& m) {
   return std::string("set -e\n") + kWasm2c + " --version > toolchain.txt\n" + kCompiler +
          " --version | head -n 1 >> toolchain.txt\n" + kWasm2c +
          " --no-debug-names -n corral module.wasm -o module.c\n" + kCompiler +
-         " -O2 -fPIC -shared -w " + m.defines() + " -o module.so module.c shim.c -lm\n";
+         " " + kCcFlags + " " + m.defines() + " -o module.so module.c shim.c -lm\n";
 }
 
 double msSince(std::chrono::steady_clock::time_point t0) {
