@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 # build-sanitize reuses the plain build's test objects (and worktrees share objects).
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all bootstrap configure build test test-unit test-security test-rootless sanitize-build test-sanitize demo demo-exec claims bench bench-proxy clean
+.PHONY: all bootstrap configure build test test-unit test-security test-rootless sanitize-build test-sanitize demo demo-exec claims bench bench-daemon bench-proxy clean
 
 all: build
 
@@ -53,6 +53,9 @@ claims: build
 
 bench: build
 	@python3 bench/exec_bench.py --corral $(BUILD)/corral --out docs/benchmarks.md
+
+bench-daemon: build
+	@python3 bench/daemon_bench.py --corral $(BUILD)/corral --out docs/benchmarks-daemon.md
 
 bench-proxy: build
 	@python3 bench/proxy_bench.py --proxy $(BUILD)/corral-proxy-bench --relay $(BUILD)/corral-splice-relay --repeat 2 --out docs/benchmarks-proxy.md

@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "cli/daemon.h"
 #include "cli/egress_process.h"
 #include "cli/exec.h"
 #include "cli/option_echo.h"
 #include "cli/usage.h"
 #include "cli/wasm_run.h"
+#include "daemon/paths.h"
 #include "sandbox/linux_backend.h"
 
 namespace corral::cli {
@@ -58,6 +60,10 @@ int launcherMain(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
   if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
   const std::string cmd = argv[1];
+  // `session exec` is the call an agent makes again and again: served here too, it skips
+  // corral-core's start (its client is a Unix-socket HTTP client, no OpenSSL; docs/daemon.md).
+  if (cmd == "session" && argc > 2 && std::string(argv[2]) == "exec" && daemon::socketKnownWithoutPasswd())
+    return sessionMain(std::vector<std::string>(argv + 2, argv + argc));
   std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "wasm") return wasmLauncherMain(rest, [argv] { return handOffOrFail(argv); });
   if (cmd != "exec") return handOffOrFail(argv);

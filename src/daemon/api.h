@@ -37,7 +37,9 @@ struct ApiRequest {
 // handler, never held whole.
 bool isStreamedUpload(const std::string& method, const std::vector<std::string>& segments);
 
-// Writes one chunk to the client; false once it is gone.
+// Writes one chunk to the client; false once it is gone. An empty piece ends the body at once
+// (the last chunk): what the handler does afterwards (closing an inotify instance, a database
+// write) no longer delays the client, and every later write returns false.
 using ChunkWriter = std::function<bool(std::string_view)>;
 
 struct ApiResponse {

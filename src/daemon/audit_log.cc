@@ -74,12 +74,26 @@ void AuditLog::appendLocked(const std::string& event, const Peer& peer, Json fie
   const std::string hash = auditLineHash(fields);
   fields["hash"] = hash;
   const std::string line = fields.dump() + "\n";
-  if (::write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) || ::fdatasync(fd_.get()) != 0) {
+  const bool wrote = ::write(fd_.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (wrote && batch_depth_ > 0) unsynced_ = true;
+  if (!wrote || (batch_depth_ == 0 && ::fdatasync(fd_.get()) != 0)) {
     log::warn("audit_write_failed", "event=" + event + " errno=" + std::to_string(errno));
     return;  // the chain goes on from the last line that was written
   }
   ++seq_;
   prev_ = hash;
+}
+
+AuditLog::Batch::Batch(AuditLog& log) : log_(log) {
+  std::lock_guard lock(log_.mu_);
+  ++log_.batch_depth_;
+}
+
+AuditLog::Batch::~Batch() {
+  std::lock_guard lock(log_.mu_);
+  if (--log_.batch_depth_ > 0 || !log_.unsynced_) return;
+  log_.unsynced_ = false;
+  if (::fdatasync(log_.fd_.get()) != 0) log::warn("audit_write_failed", "event=batch errno=" + std::to_string(errno));
 }
 
 void AuditLog::appendSelf(const std::string& event, Json fields) {

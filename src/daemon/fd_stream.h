@@ -5,8 +5,10 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/system/error_code.hpp>
@@ -48,25 +50,38 @@ class FdStream {
     return write_some(buffers, ec);
   }
 
+  // One sendmsg for the whole buffer sequence (up to kMaxIov pieces): Beast hands a response
+  // over as a status line, each header field and the body as separate buffers, and a send()
+  // per piece cost a poll and a syscall each and woke the client for every one. The poll is
+  // only for a full socket buffer: the deadline applies to waiting, not to a send that can go.
   template <class Buffers>
   size_t write_some(const Buffers& buffers, boost::system::error_code& ec) {
-    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it) {
+    iovec iov[kMaxIov];
+    size_t count = 0;
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers) && count < kMaxIov; ++it) {
       boost::asio::const_buffer b(*it);
       if (b.size() == 0) continue;
-      if (!wait(POLLOUT, ec)) return 0;
-      const ssize_t n = ::send(fd_.get(), b.data(), b.size(), MSG_NOSIGNAL);
-      if (n < 0) {
+      iov[count++] = {const_cast<void*>(b.data()), b.size()};
+    }
+    ec = {};
+    if (count == 0) return 0;
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    for (;;) {
+      const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
         ec.assign(errno, boost::system::system_category());
         return 0;
       }
-      ec = {};
-      return static_cast<size_t>(n);
+      if (!wait(POLLOUT, ec)) return 0;
     }
-    ec = {};
-    return 0;
   }
 
  private:
+  static constexpr size_t kMaxIov = 64;
   bool wait(short events, boost::system::error_code& ec) {
     pollfd p{fd_.get(), events, 0};
     for (;;) {

@@ -2,7 +2,6 @@
 // Default locations, the same for the daemon and its clients.
 #include "daemon/paths.h"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -18,8 +17,7 @@ std::string envDir(const char* name) {
 
 std::string home() {
   if (std::string h = envDir("HOME"); !h.empty()) return h;
-  const passwd* pw = ::getpwuid(::getuid());
-  return pw && pw->pw_dir ? pw->pw_dir : "/";
+  return passwdHome();
 }
 
 }  // namespace
@@ -34,6 +32,12 @@ std::string defaultSocket() {
   if (::geteuid() == 0) return "/run/corral/api.sock";
   if (std::string x = envDir("XDG_RUNTIME_DIR"); !x.empty()) return x + "/corral/api.sock";
   return defaultStateDir() + "/api.sock";
+}
+
+bool socketKnownWithoutPasswd() {
+  if (const char* s = std::getenv("CORRAL_SOCKET"); s && *s) return true;
+  return ::geteuid() == 0 || !envDir("XDG_RUNTIME_DIR").empty() || !envDir("XDG_STATE_HOME").empty() ||
+         !envDir("HOME").empty();
 }
 
 SocketChoice clientSocket() {

@@ -19,4 +19,13 @@ struct SocketChoice {
 // $CORRAL_SOCKET when set, else defaultSocket().
 SocketChoice clientSocket();
 
+// Whether clientSocket() is found without the password database: CORRAL_SOCKET, root,
+// XDG_RUNTIME_DIR, XDG_STATE_HOME or HOME is set.
+bool socketKnownWithoutPasswd();
+// The caller's home directory from the password database (getpwuid), for a user without
+// $HOME. In a file of its own (paths_passwd.cc) because the static `corral` launcher must not
+// carry glibc's NSS: it links a definition of its own (src/launcher_paths.cc) and serves a
+// client only when socketKnownWithoutPasswd().
+std::string passwdHome();
+
 }  // namespace corral::daemon

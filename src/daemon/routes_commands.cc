@@ -57,7 +57,8 @@ void streamCommand(const std::string& dir, const std::string& session, Sessions&
     if (status.valid()) {
       auto text = readUpTo(status.get(), 65536, "status.json");
       auto j = text ? parseJson(*text) : Result<Json>(text.error());
-      write(dumpJson({{"exit", j ? *j : Json{{"exit_code", 125}, {"error", "unreadable status"}}}}) + "\n");
+      if (write(dumpJson({{"exit", j ? *j : Json{{"exit_code", 125}, {"error", "unreadable status"}}}}) + "\n"))
+        write({});  // the end, before closing the inotify instance (an RCU wait of milliseconds)
       return;
     }
     pollfd p{ino.get(), POLLIN, 0};
@@ -67,7 +68,7 @@ void streamCommand(const std::string& dir, const std::string& session, Sessions&
       while (::read(ino.get(), events, sizeof events) > 0) {
       }
     } else if (rc == 0 && !sessions.alive(session)) {
-      write(dumpJson({{"lost", true}}) + "\n");
+      if (write(dumpJson({{"lost", true}}) + "\n")) write({});
       return;
     }
   }

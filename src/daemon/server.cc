@@ -57,11 +57,18 @@ void writeResponse(FdStream& s, const ApiResponse& res, bool keep_alive, boost::
     http::response_serializer<http::empty_body> sr{head};
     http::write_header(s, sr, ec);
     if (ec) return;
+    bool ended = false;
     res.stream([&](std::string_view data) {
+      if (ended) return false;
+      if (data.empty()) {  // the body ends here (api.h): the client need not wait for our cleanup
+        ended = true;
+        boost::asio::write(s, http::make_chunk_last(), ec);
+        return false;
+      }
       boost::asio::write(s, http::make_chunk(boost::asio::buffer(data.data(), data.size())), ec);
       return !ec;
     });
-    if (!ec) boost::asio::write(s, http::make_chunk_last(), ec);
+    if (!ec && !ended) boost::asio::write(s, http::make_chunk_last(), ec);
     return;
   }
   http::response<http::string_body> r{static_cast<http::status>(res.status), 11};

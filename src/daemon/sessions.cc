@@ -628,6 +628,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
 }
 
 void Sessions::reconcile() {
+  AuditLog::Batch batch(audit_);  // one sync for every session's line, not one each
   auto rows = store_.sessions();
   if (!rows) {
     log::error("reconcile_failed", rows.error());
