@@ -13,6 +13,7 @@
 #include "daemon/freezer.h"
 #include "daemon/workspace_disk.h"
 #include "sandbox/workspace.h"
+#include "cli/doctor_wasm.h"
 #include "cli/option_echo.h"
 #include "vm/accel.h"
 #include "vm/images.h"
@@ -86,9 +87,9 @@ int doctorMain(const std::vector<std::string>& args) {
     else if (a == "--help" || a == "-h") {
       std::fputs("usage: corral doctor [--json]\n"
                  "  Reports each host facility corral uses (user namespaces, cgroup v2/v1 per controller,\n"
-                 "  seccomp, Landlock, /dev/kvm, overlayfs), which mechanism each limit gets, and runs a\n"
-                 "  default sandbox; exits 1 with the missing facility and its fix when a default run\n"
-                 "  would be refused.\n",
+                 "  seccomp, Landlock, /dev/kvm, overlayfs), which mechanism each limit gets, whether the\n"
+                 "  VM and Wasm backends can run, and runs a default sandbox; exits 1 with the missing\n"
+                 "  facility and its fix when a default run would be refused.\n",
                  stdout);
       return 0;
     } else {
@@ -116,6 +117,7 @@ int doctorMain(const std::vector<std::string>& args) {
     j["limits"] = limitMechanisms(h);
     j["default_exec"] = {{"ok", smoke_ok}, {"detail", smoke_detail}};
     j["vm"] = vmState();
+    j["wasm"] = wasmState();
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("corral doctor (uid %u)\n\nfacilities:\n", ::getuid());
@@ -132,6 +134,9 @@ int doctorMain(const std::vector<std::string>& args) {
     const nlohmann::json v = vmState();
     std::printf("vm: %s (%s)%s%s\n", v["state"].get<std::string>().c_str(), v["detail"].get<std::string>().c_str(),
                 v["fix"].get<std::string>().empty() ? "" : "; fix: ", v["fix"].get<std::string>().c_str());
+    const nlohmann::json w = wasmState();
+    std::printf("wasm: %s (%s)%s%s\n", w["state"].get<std::string>().c_str(), oneLine(w["detail"].get<std::string>()).c_str(),
+                w["fix"].get<std::string>().empty() ? "" : "; fix: ", w["fix"].get<std::string>().c_str());
   }
   if (!smoke_ok) {
     std::fprintf(stderr, "corral: doctor: a default `corral exec` would be refused here: %s\n", oneLine(smoke_detail).c_str());

@@ -3,7 +3,8 @@
 // costs about 2 ms of relocations and page faults before main(), a fifth of a whole sandboxed
 // launch (docs/benchmarks.md). `corral exec` without --net proxy needs none of it, so the
 // `corral` binary holds only the sandbox and hands every other command, unchanged, to
-// corral-core with one execve.
+// corral-core with one execve. A `corral wasm run` of a cached module without egress is also
+// served here (cli/wasm_run.h): its cache key's SHA-256 is libsodium's, linked statically.
 #include "cli/launcher.h"
 
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "cli/exec.h"
 #include "cli/option_echo.h"
 #include "cli/usage.h"
+#include "cli/wasm_run.h"
 #include "daemon/paths.h"
 #include "sandbox/linux_backend.h"
 
@@ -57,12 +59,14 @@ Result<std::string> coreBinaryPath() {
 int launcherMain(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
   if (auto answered = answerWithoutRunning(argc, argv)) return *answered;
+  const std::string cmd = argv[1];
   // `session exec` is the call an agent makes again and again: served here too, it skips
   // corral-core's start (its client is a Unix-socket HTTP client, no OpenSSL; docs/daemon.md).
-  if (std::string(argv[1]) == "session" && argc > 2 && std::string(argv[2]) == "exec" && daemon::socketKnownWithoutPasswd())
+  if (cmd == "session" && argc > 2 && std::string(argv[2]) == "exec" && daemon::socketKnownWithoutPasswd())
     return sessionMain(std::vector<std::string>(argv + 2, argv + argc));
-  if (std::string(argv[1]) != "exec") return handOffOrFail(argv);
   std::vector<std::string> rest(argv + 2, argv + argc);
+  if (cmd == "wasm") return wasmLauncherMain(rest, [argv] { return handOffOrFail(argv); });
+  if (cmd != "exec") return handOffOrFail(argv);
   // A --net proxy run stays here too: its proxy is a corral-core process started beside the
   // sandbox (cli/egress_process.h).
   return execMain(rest, {.start_egress = [&rest](ExecInvocation& inv) { return startEgressProcess(inv, rest); },

@@ -9,8 +9,9 @@
 #include <climits>
 #include <cstdlib>
 
-#include "audit/sha256.h"
+#include "base/read_fd.h"
 #include "base/secure_dir.h"
+#include "wasm/digest.h"
 #include "wasm/guest_shim.h"
 
 namespace corral::wasm {
@@ -70,10 +71,11 @@ Result<std::string> cacheKey(const std::string& module_sha256, const std::string
   ASSIGN_OR_RETURN(std::string wasm2c, identity(kWasm2c));
   ASSIGN_OR_RETURN(std::string header, identity(kRuntimeHeader));
   ASSIGN_OR_RETURN(std::string cc, identity(kCompiler));
-  const std::string material = "corral-wasm-cache 1\nmodule " + module_sha256 + "\nwasm2c " + wasm2c + "\nwasm-rt.h " +
+  // Version 2: entries carry module.so.sha256 (findEntry); version-1 entries are misses.
+  const std::string material = "corral-wasm-cache 2\nmodule " + module_sha256 + "\nwasm2c " + wasm2c + "\nwasm-rt.h " +
                                header + "\ncc " + cc + "\nflags " + flags + "\nshim " +
-                               audit::sha256Hex(kGuestShimSource) + "\n";
-  return audit::sha256Hex(material);
+                               sha256Hex(kGuestShimSource) + "\n";
+  return sha256Hex(material);
 }
 
 Result<std::optional<std::string>> findEntry(const UniqueFd& root, const std::string& root_path, const std::string& key) {
@@ -83,9 +85,33 @@ Result<std::optional<std::string>> findEntry(const UniqueFd& root, const std::st
   RETURN_IF_ERROR(ownedAndPrivate(dir.get(), "wasm cache entry " + key, false));
   UniqueFd so(::openat(dir.get(), "module.so", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!so.valid() && errno == ENOENT) return std::optional<std::string>();
-  if (!so.valid()) return sysError("wasm cache entry " + key + "/module.so");
-  RETURN_IF_ERROR(ownedAndPrivate(so.get(), "wasm cache entry " + key + "/module.so", true));
+  const std::string so_name = "wasm cache entry " + key + "/module.so";
+  if (!so.valid()) return sysError(so_name);
+  RETURN_IF_ERROR(ownedAndPrivate(so.get(), so_name, true));
+  // Integrity: the bytes are those sealEntry hashed. Against a damaged or half-restored entry
+  // (and another uid could not have written it, above); the user's own processes could
+  // rewrite both files, which the claim's boundary says.
+  const std::string digest_name = "wasm cache entry " + key + "/" + kEntryDigest;
+  UniqueFd recorded(::openat(dir.get(), kEntryDigest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!recorded.valid() && errno == ENOENT) return Error(Errc::kRefused, digest_name + ": missing; not trusted");
+  if (!recorded.valid()) return sysError(digest_name);
+  RETURN_IF_ERROR(ownedAndPrivate(recorded.get(), digest_name, true));
+  ASSIGN_OR_RETURN(std::string want, readUpTo(recorded.get(), 65, digest_name));
+  ASSIGN_OR_RETURN(std::string got, sha256HexOfFd(so.get(), so_name));
+  if (want != got) return Error(Errc::kRefused, so_name + ": its bytes differ from the digest recorded when it was compiled; not trusted");
   return std::optional<std::string>(root_path + "/" + key + "/module.so");
+}
+
+Result<void> sealEntry(int dir) {
+  if (::fchmodat(dir, "module.so", 0500, 0) != 0) return sysError("wasm cache: chmod module.so");
+  UniqueFd so(::openat(dir, "module.so", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!so.valid()) return sysError("wasm cache: open module.so");
+  ASSIGN_OR_RETURN(std::string digest, sha256HexOfFd(so.get(), "wasm cache: module.so"));
+  UniqueFd out(::openat(dir, kEntryDigest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0400));
+  if (!out.valid()) return sysError(std::string("wasm cache: write ") + kEntryDigest);
+  if (::write(out.get(), digest.data(), digest.size()) != static_cast<ssize_t>(digest.size()))
+    return sysError(std::string("wasm cache: write ") + kEntryDigest);
+  return {};
 }
 
 }  // namespace corral::wasm

@@ -26,10 +26,16 @@ Result<UniqueFd> openCacheRoot(const std::string& root);
 Result<std::string> cacheKey(const std::string& module_sha256, const std::string& flags);
 
 // root/key/module.so when that entry exists and is trusted: the entry directory and the file
-// owned by this user, neither writable by group or others, the file regular with one link.
-// nullopt when there is no entry; an Error when one exists but is not trusted.
+// owned by this user, neither writable by group or others, the file regular with one link,
+// and its bytes those whose SHA-256 sealEntry recorded beside it (kEntryDigest, held to the
+// same checks). nullopt when there is no entry; an Error when one exists but is not trusted.
+// The `corral` launcher and corral-core both look entries up through this one function.
 Result<std::optional<std::string>> findEntry(const UniqueFd& root, const std::string& root_path, const std::string& key);
 
+// A finished entry directory (module.so written): module.so made 0500 and its SHA-256 recorded.
+Result<void> sealEntry(int dir);
+
+inline constexpr char kEntryDigest[] = "module.so.sha256";
 inline constexpr char kWasm2c[] = "/usr/bin/wasm2c";
 inline constexpr char kCompiler[] = "/usr/bin/cc";
 inline constexpr char kRuntimeHeader[] = "/usr/include/wasm-rt.h";

@@ -9,7 +9,6 @@
 #include <climits>
 #include <cstdlib>
 
-#include "audit/sha256.h"
 #include "base/read_fd.h"
 #include "base/remove_tree.h"
 #include "base/unique_fd.h"
@@ -21,19 +20,6 @@
 
 namespace corral::wasm {
 namespace {
-
-Result<std::string> readModule(const std::string& path, uint64_t cap) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd.valid()) return sysError(path);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return sysError(path);
-  if (!S_ISREG(st.st_mode)) return Error(Errc::kInvalidArgument, path + ": not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > cap)
-    return Error(Errc::kLimit, "module refused: " + std::to_string(st.st_size) + " bytes (the cap is " + std::to_string(cap) + ")");
-  ASSIGN_OR_RETURN(std::string bytes, readUpTo(fd.get(), cap, path));
-  if (bytes.size() > cap) return Error(Errc::kLimit, "module refused: larger than the cap of " + std::to_string(cap) + " bytes");
-  return bytes;
-}
 
 Result<void> writeFileAt(int dir, const char* name, std::string_view data) {
   UniqueFd fd(::openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -60,44 +46,12 @@ std::string lastLogLine(int log) {
   return policy::printable(s.substr(0, 200));
 }
 
-// Which import modules the module uses: wasm2c's instantiate takes one instance per module.
-struct ImportModules {
-  bool wasi = false, http = false;
-  std::string defines() const {
-    return std::string("-DCORRAL_HAS_WASI=") + (wasi ? "1" : "0") + " -DCORRAL_HAS_HTTP=" + (http ? "1" : "0");
-  }
-};
-
-ImportModules importModules(const ModuleInfo& info) {
-  ImportModules m;
-  for (const std::string& i : info.imports) {
-    const std::string_view module = std::string_view(i).substr(0, i.find('.'));
-    m.wasi = m.wasi || module == kWasiModule;
-    m.http = m.http || module == kHttpModule;
-  }
-  return m;
-}
-
-std::string compileFlags(const ImportModules& m) {
-  return "wasm2c --no-debug-names -n corral; cc -O2 -fPIC -shared -w " + m.defines() + " -lm";
-}
-
 // The child: only fixed strings, no byte of the module is ever part of the command.
 std::string compileScript(const ImportModules& m) {
   return std::string("set -e\n") + kWasm2c + " --version > toolchain.txt\n" + kCompiler +
          " --version | head -n 1 >> toolchain.txt\n" + kWasm2c +
          " --no-debug-names -n corral module.wasm -o module.c\n" + kCompiler +
-         " -O2 -fPIC -shared -w " + m.defines() + " -o module.so module.c shim.c -lm\n";
-}
-
-// realpath(), then checked to name the very directory that was opened and judged.
-Result<std::string> resolvedPathOf(const std::string& path, int fd) {
-  char resolved[PATH_MAX];
-  if (!::realpath(path.c_str(), resolved)) return sysError("wasm cache " + path);
-  struct stat a {}, b {};
-  if (::stat(resolved, &a) != 0 || ::fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-    return Error(Errc::kRefused, "wasm cache " + path + ": changed while it was opened");
-  return std::string(resolved);
+         " " + kCcFlags + " " + m.defines() + " -o module.so module.c shim.c -lm\n";
 }
 
 double msSince(std::chrono::steady_clock::time_point t0) {
@@ -147,22 +101,12 @@ Result<void> runCompileChild(const std::string& dir_path, int dir, const ImportM
 }  // namespace
 
 Result<Compiled> compileModule(const std::string& path, const CompileOptions& o) {
-  ASSIGN_OR_RETURN(std::string bytes, readModule(path, o.caps.module_bytes));
-  Compiled c;
-  ASSIGN_OR_RETURN(c.info, scanModule(bytes, o.caps));
-  c.module_sha256 = audit::sha256Hex(bytes);
-  const ImportModules modules = importModules(c.info);
-  ASSIGN_OR_RETURN(c.key, cacheKey(c.module_sha256, compileFlags(modules)));
-  ASSIGN_OR_RETURN(std::string given_root, cacheRootPath(o.cache));
-  ASSIGN_OR_RETURN(UniqueFd root, openCacheRoot(given_root));
-  // The staged workspace must be a path without symlinks (workspace::openHostDir says why).
-  ASSIGN_OR_RETURN(std::string root_path, resolvedPathOf(given_root, root.get()));
-  ASSIGN_OR_RETURN(std::optional<std::string> hit, findEntry(root, root_path, c.key));
-  if (hit) {
-    c.so_path = *hit;
-    c.cache_hit = true;
-    return c;
-  }
+  ASSIGN_OR_RETURN(Lookup l, lookupModule(path, o.cache, o.caps));
+  Compiled& c = l.module;
+  if (c.cache_hit) return std::move(l.module);
+  const UniqueFd& root = l.root;
+  const std::string& root_path = l.root_path;
+  const ImportModules& modules = l.imports;
   const auto t0 = std::chrono::steady_clock::now();
   std::string tmp = root_path + "/tmp-XXXXXX";
   if (!::mkdtemp(tmp.data())) return sysError("wasm cache: mkdtemp in " + root_path);
@@ -175,7 +119,7 @@ Result<Compiled> compileModule(const std::string& path, const CompileOptions& o)
     RETURN_IF_ERROR(runCompileChild(tmp, dir.get(), modules, o));
     for (const char* scratch : {"module.wasm", "shim.c", "compile.log"}) ::unlinkat(dir.get(), scratch, 0);
     // Copy-back wrote module.so itself (it refuses links), so the name is a plain file.
-    if (::fchmodat(dir.get(), "module.so", 0500, 0) != 0) return sysError("wasm cache: chmod module.so");
+    RETURN_IF_ERROR(sealEntry(dir.get()));
     if (::renameat(root.get(), tmp_name.c_str(), root.get(), c.key.c_str()) != 0 && errno != EEXIST && errno != ENOTEMPTY)
       return sysError("wasm cache: rename into place");
     return {};
@@ -189,7 +133,7 @@ Result<Compiled> compileModule(const std::string& path, const CompileOptions& o)
   ASSIGN_OR_RETURN(std::optional<std::string> placed, findEntry(root, root_path, c.key));
   if (!placed) return Error(Errc::kIo, "wasm cache: entry " + c.key + " vanished after compiling");
   c.so_path = *placed;
-  return c;
+  return std::move(l.module);
 }
 
 }  // namespace corral::wasm

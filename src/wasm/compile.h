@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "wasm/cache_lookup.h"
 #include "wasm/module_scan.h"
 
 namespace corral::wasm {
@@ -23,14 +24,6 @@ struct CompileOptions {
   uint64_t output_bytes = 256ull << 20;
 };
 
-struct Compiled {
-  std::string so_path;        // the trusted cache entry's shared object
-  std::string module_sha256;  // of the module as given
-  std::string key;            // the cache key
-  bool cache_hit = false;
-  double compile_ms = 0;      // 0 on a hit
-  ModuleInfo info;
-};
 
 // Reads at most caps.module_bytes of path (a regular file), scans it and returns the cached
 // shared object, compiling it first when the cache has none. Every refusal is an Error with

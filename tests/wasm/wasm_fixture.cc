@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -27,7 +28,12 @@ std::string testCache() {
 
 RunResult runWasm(const std::vector<std::string>& opts, const std::string& module, const std::vector<std::string>& args,
                   const RunOptions& run_opts) {
-  std::vector<std::string> argv{corralBin(), "wasm", "run", "--json"};
+  return runWasmWith(corralBin(), opts, module, args, run_opts);
+}
+
+RunResult runWasmWith(const std::string& bin, const std::vector<std::string>& opts, const std::string& module,
+                      const std::vector<std::string>& args, const RunOptions& run_opts) {
+  std::vector<std::string> argv{bin, "wasm", "run", "--json"};
   if (std::find(opts.begin(), opts.end(), "--cache") == opts.end()) argv.insert(argv.end(), {"--cache", testCache()});
   argv.insert(argv.end(), opts.begin(), opts.end());
   argv.push_back(module);
@@ -41,6 +47,42 @@ RunResult compileWasm(const std::vector<std::string>& opts, const std::string& m
   argv.insert(argv.end(), opts.begin(), opts.end());
   argv.push_back(module);
   return run(argv);
+}
+
+std::string coreBin() {
+  const std::string c = corralBin();
+  return c.substr(0, c.rfind('/') + 1) + "corral-core";
+}
+
+StubCore::StubCore() : dir_("wasm-stub-core") {
+  const std::string build = corralBin().substr(0, corralBin().rfind('/') + 1);
+  std::error_code ec;
+  for (const char* bin : {"corral", "corral-wasm-guest"}) {
+    std::filesystem::copy_file(build + bin, dir_ / bin, ec);
+    if (ec) return;
+    if (::chmod((dir_ / bin).c_str(), 0755) != 0) return;
+  }
+  dir_.write("corral-core", std::string("#!/bin/sh\necho '") + kStubCoreLine + "' >&2\nexit " + std::to_string(kStubCoreExit) + "\n",
+             0755);
+  ok_ = true;
+}
+
+bool handedOff(const RunResult& r) {
+  return r.exit_code == kStubCoreExit && r.err.find(kStubCoreLine) != std::string::npos;
+}
+
+std::string withoutMeasurements(const std::string& err) {
+  std::string out;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("wall_ms")) {
+      for (const char* k : {"wall_ms", "cpu_user_ms", "cpu_sys_ms", "peak_memory_bytes"}) j[k] = 0;
+      line = j.dump();
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 ::testing::AssertionResult wasmRefused(const RunResult& r, const std::string& why) {

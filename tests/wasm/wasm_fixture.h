@@ -26,6 +26,9 @@ std::string testCache();
 // `corral wasm run --json --cache <testCache()> OPTS MODULE -- ARGS...` (OPTS may name another --cache)
 RunResult runWasm(const std::vector<std::string>& opts, const std::string& module, const std::vector<std::string>& args,
                   const RunOptions& run_opts = {});
+// The same with another binary in corral's place (StubCore::corral(), or the build's corral-core).
+RunResult runWasmWith(const std::string& bin, const std::vector<std::string>& opts, const std::string& module,
+                      const std::vector<std::string>& args, const RunOptions& run_opts = {});
 // `corral wasm compile --cache <cache> OPTS MODULE`
 RunResult compileWasm(const std::vector<std::string>& opts, const std::string& module, const std::string& cache = testCache());
 
@@ -37,6 +40,31 @@ RunResult compileWasm(const std::vector<std::string>& opts, const std::string& m
 std::vector<std::string> linesStartingWith(const std::string& out, const std::string& prefix);
 // A wasm binary written into dir as name, returning its path.
 std::string writeModule(const TempDir& dir, const std::string& name, const std::string& bytes);
+
+// How a test knows which binary served a run without timing it: a directory holding copies of
+// the build's `corral` launcher and corral-wasm-guest beside a stub corral-core, a shell
+// script that prints kStubCoreLine on stderr and exits kStubCoreExit. The launcher finds
+// corral-core and the guest runner beside itself (/proc/self/exe), so a run through
+// corral() that does not end in the stub's status was served by the launcher alone.
+inline constexpr int kStubCoreExit = 97;
+inline constexpr char kStubCoreLine[] = "stub corral-core: handed off";
+class StubCore {
+ public:
+  StubCore();
+  std::string corral() const { return dir_ / "corral"; }
+  bool ok() const { return ok_; }
+
+ private:
+  TempDir dir_;
+  bool ok_ = false;
+};
+// The run ended in the stub corral-core (exit kStubCoreExit, its line on stderr).
+bool handedOff(const RunResult& r);
+// The build's corral-core, beside corralBin().
+std::string coreBin();
+// A --json run's stderr with the report's measurements (wall_ms, cpu_user_ms, cpu_sys_ms,
+// peak_memory_bytes) set to 0: what two runs of the same guest must agree on byte for byte.
+std::string withoutMeasurements(const std::string& err);
 
 // tests/wasm/http_upstream.py: one HTTP service on 127.0.0.1 under two ports (main, other).
 class HttpUpstream {
