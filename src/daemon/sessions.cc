@@ -212,11 +212,20 @@ Result<std::optional<Json>> Sessions::claim(const Peer& peer, const std::string&
   for (int attempt = 0; attempt < 3; ++attempt) {
     ASSIGN_OR_RETURN(auto got, store_.claimPoolMember(key, row));
     if (!got) return std::optional<Json>();
-    pool_->wake();  // refilled in the background
     SessionRow s = std::move(*got);
-    // A member whose sandbox died while it waited (OOM, a kill from outside) is never handed out.
-    if (auto hello = callShim(s, {{"op", "hello"}, {"secret", s.secret}}); !hello) {
-      log::warn("pool_member_dead", "member=" + s.id + " reason=" + log::value(hello.error().message()));
+    // Refilled in the background, once this create is answered (or failed).
+    struct Wake {
+      WarmPool* pool;
+      ~Wake() { pool->wake(); }
+    } wake{pool_};
+    // A member whose sandbox died while it waited (OOM, a kill from outside) is never handed
+    // out. Its shim and init by pid and start time (a reused pid fails), not a round trip to
+    // the shim: that would cost the claim a wake-up of another process.
+    const bool up = s.shim_pid > 0 && s.init_pid > 0 &&
+                    processStartTime(static_cast<int>(s.shim_pid)) == static_cast<uint64_t>(s.shim_start) &&
+                    processStartTime(static_cast<int>(s.init_pid)) == static_cast<uint64_t>(s.init_start);
+    if (!up) {
+      log::warn("pool_member_dead", "member=" + s.id + " shim_pid=" + std::to_string(s.shim_pid));
       (void)store_.setSessionState(s.id, "removing");
       finishRemove(s);
       continue;
@@ -276,6 +285,12 @@ Result<std::string> Sessions::fillPoolMember(const std::string& pool, const Sess
     row.shim_pid = procs->shim_pid;
     finishRemove(row);
     return Error(kConflict, "member " + row.id + ": its pool was drained while it started");
+  }
+  // Its control connection now, so that a claim's liveness check is one round trip on it.
+  if (auto link = ShimLink::connect(dirOf(row.id), row.secret, *procs); link) {
+    auto l = linkFor(row.id);
+    std::lock_guard lock(l->mu);
+    l->link.emplace(std::move(*link));
   }
   log::info("pool_member_ready", "member=" + row.id + " pool=" + pool + " shim_pid=" + std::to_string(procs->shim_pid) +
                                      " init_pid=" + std::to_string(procs->init_pid));
