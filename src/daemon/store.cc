@@ -249,6 +249,7 @@ Result<int64_t> Store::drainPools(const std::vector<std::string>& keep) {
   std::lock_guard lock(mu_);
   std::string sql = "UPDATE sessions SET state='removing' WHERE pool!='' AND state IN ('creating', 'pooled')";
   std::vector<SqlValue> params;
+  params.reserve(keep.size());
   if (!keep.empty()) {
     sql += " AND pool NOT IN (";
     for (size_t i = 0; i < keep.size(); ++i) {
@@ -266,6 +267,7 @@ Result<std::vector<std::tuple<std::string, int64_t, int64_t>>> Store::poolCounts
   ASSIGN_OR_RETURN(auto rows, db_.query("SELECT pool, SUM(state='pooled'), SUM(state='creating') FROM sessions"
                                         " WHERE pool!='' GROUP BY pool"));
   std::vector<std::tuple<std::string, int64_t, int64_t>> out;
+  out.reserve(rows.size());
   for (const SqlRow& r : rows) out.emplace_back(asText(r[0]), asInt(r[1]).value_or(0), asInt(r[2]).value_or(0));
   return out;
 }
