@@ -19,6 +19,7 @@
 #include "daemon/credential_vault.h"
 #include "daemon/credentials.h"
 #include "daemon/events.h"
+#include "daemon/profile.h"
 #include "daemon/profiles.h"
 #include "daemon/server.h"
 #include "daemon/sessions.h"
@@ -106,11 +107,16 @@ int runDaemon(const DaemonOptions& opts) {
   if (opts.warm > 0 && !sessions.workspaceCapped())
     return fail(Error(Errc::kUnsupported, "--warm: a plain create is refused on this host (no mechanism can cap a session's "
                                           "workspace); give a profile with allow_weaker a warm count instead"));
-  sessions.reconcile();
   WarmPool pool(sessions, *store, opts.warm);
   sessions.setPool(&pool);
-  // After reconcile: adopted members count; members of pools no longer kept are drained now.
+  // Before reconcile: members of pools no longer kept (another --warm, a profile changed while
+  // no daemon ran) are drained, so reconcile removes them instead of adopting them.
   if (auto r = pool.refresh(); !r) return fail(r.error());
+  // The cap counts --warm with every stored profile's warm (a profile add checks it too).
+  if (const int64_t total = pool.warmExcept(-1, ""); total > kMaxWarm)
+    return fail(Error(Errc::kInvalidArgument, "--warm " + std::to_string(opts.warm) + ": with the profiles' warm counts, " +
+                                                  std::to_string(total) + " warm sandboxes, over the cap of " + std::to_string(kMaxWarm)));
+  sessions.reconcile();
   std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
   std::thread([&sessions] { sessions.runWatcher(); }).detach();
   std::thread([&pool] { pool.run(); }).detach();

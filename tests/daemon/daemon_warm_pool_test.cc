@@ -281,6 +281,17 @@ TEST(DaemonWarmPool, AFailingFillBacksOffAndNeverBlocksTheApi) {
   EXPECT_NE(over.err.find("over its cap of 64"), std::string::npos) << over.describe();
   EXPECT_EQ(std::count(over.err.begin(), over.err.end(), '\n'), 1) << over.describe();
   EXPECT_EQ(t.addProfile({{"name", "big"}, {"warm", 61}, {"session", {{"ro_binds", {"/nonexistent-corral-warm-test"}}}}}).exit_code, 0);
+  // A restart whose --warm would pass the cap with the stored profiles' counts is refused.
+  t.d.kill9();
+  RunOptions ro;
+  ro.deadline = std::chrono::milliseconds(30'000);
+  RunResult again = run({corralBin(), "daemon", "--state-dir", t.d.stateDir(), "--socket", t.files / "other.sock", "--warm", "1"}, ro);
+  EXPECT_EQ(again.exit_code, 125) << again.describe();
+  EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1) << again.describe();
+  if (::geteuid() == 0) {
+    EXPECT_NE(again.err.find("over the cap of 64"), std::string::npos) << again.describe();
+  }
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   ASSERT_EQ(t.d.cli({"profile", "rm", "big"}).exit_code, 0);
   ASSERT_EQ(t.d.cli({"profile", "rm", "broken"}).exit_code, 0);
 }
