@@ -286,7 +286,7 @@ Result<std::string> Sessions::fillPoolMember(const std::string& pool, const Sess
     finishRemove(row);
     return Error(kConflict, "member " + row.id + ": its pool was drained while it started");
   }
-  // Its control connection now, so that a claim's liveness check is one round trip on it.
+  // Its control connection now: the first command of the session that claims it needs none.
   if (auto link = ShimLink::connect(dirOf(row.id), row.secret, *procs); link) {
     auto l = linkFor(row.id);
     std::lock_guard lock(l->mu);
