@@ -257,6 +257,54 @@ TEST(DaemonWarmPool, AProfilePoolFollowsTheProfilesNewestSpec) {
   EXPECT_EQ(pools["pools"][0].value("profile_version", 0), 2);
 }
 
+// Pool members are nobody's sessions: not listed, 404 for root as for anyone; another uid's
+// view of /v1/pool holds the default pool but not root's profile's.
+TEST(DaemonWarmPool, RootAnotherUidSeesNoMemberNorRootsProfilePool) {
+  CORRAL_REQUIRE_ROOT("the other peer connects as uid 65534 to a root daemon");
+  Daemon d({"--warm", "1", "--allow-group", "nogroup"});
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  ASSERT_EQ(::chmod(d.stateDir().c_str(), 0755), 0);
+  TempDir files("warmuid");
+  files.write("p.json", json{{"name", "roots"}, {"warm", 1}, {"session", {{"limits", {{"pids", 200}}}}}}.dump());
+  ASSERT_EQ(d.cli({"profile", "add", files / "p.json"}).exit_code, 0);
+  auto ready = [&](const json& p) {
+    int64_t n = 0;
+    for (const json& x : p.value("pools", json::array())) n += x.value("ready", 0);
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return ready(d.curl("GET", "/v1/pool").json()) == 2; })) << d.stderrText();
+  std::vector<std::string> members;
+  for (const json& ev : auditEvents(d))
+    if (ev.value("event", "") == "pool_member_ready") members.push_back(fieldsOf(ev).value("member", ""));
+  ASSERT_EQ(members.size(), 2u);
+  auto asNobody = [&](const std::string& path) {
+    RunOptions o;
+    o.as_user = kNobody;
+    RunResult r = run({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "--unix-socket", d.socket(), "http://corral" + path}, o);
+    return r.out;
+  };
+  const std::string pools = asNobody("/v1/pool");
+  json seen = json::parse(pools.substr(0, pools.rfind('\n')), nullptr, false);
+  ASSERT_TRUE(seen.is_object()) << pools;
+  ASSERT_EQ(seen["pools"].size(), 1u) << "uid 65534 sees root's profile pool: " << pools;
+  EXPECT_EQ(seen["pools"][0]["kind"], "default");
+  EXPECT_EQ(d.curl("GET", "/v1/pool").json()["pools"].size(), 2u) << "control: root sees both pools";
+  EXPECT_NE(asNobody("/v1/sessions").find(R"({"sessions":[]})"), std::string::npos);
+  EXPECT_TRUE(d.curl("GET", "/v1/sessions").json()["sessions"].empty()) << "root's ls lists pool members";
+  for (const std::string& m : members) {
+    EXPECT_EQ(d.curl("GET", "/v1/sessions/" + m).status, 404) << "root can see pool member " << m;
+    EXPECT_EQ(d.curl("DELETE", "/v1/sessions/" + m).status, 404) << "root can remove pool member " << m;
+    const std::string other = asNobody("/v1/sessions/" + m);
+    EXPECT_EQ(other.substr(other.rfind('\n') + 1), "404") << other;
+  }
+  // Control: a claimed one is a session like any.
+  RunResult made = d.cli({"session", "create", "--json"});
+  ASSERT_EQ(made.exit_code, 0) << made.describe();
+  const json s = json::parse(made.out, nullptr, false);
+  EXPECT_TRUE(std::find(members.begin(), members.end(), s.value("id", "")) != members.end()) << made.out;
+  EXPECT_EQ(d.curl("GET", "/v1/sessions/" + s.value("id", "")).status, 200);
+}
+
 TEST(DaemonWarmPool, AFailingFillBacksOffAndNeverBlocksTheApi) {
   PoolRun t(0);
   // Its ro-bind does not exist: every fill fails (and is undone).
