@@ -18,7 +18,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: corral daemon [--state-dir DIR] [--socket PATH] [--allow-group GROUP] [--stop-sessions] [--event-queue N]\n"
-    "                     [--freezer auto|v1|v2]\n"
+    "                     [--freezer auto|v1|v2] [--warm N]\n"
     "  Serves the session API over a UNIX socket, in the foreground; one logfmt line per event on\n"
     "  stderr. Defaults: /var/lib/corral and /run/corral/api.sock as root, else\n"
     "  $XDG_STATE_HOME/corral (~/.local/state/corral) and $XDG_RUNTIME_DIR/corral/api.sock.\n"
@@ -27,6 +27,8 @@ constexpr char kUsage[] =
     "  past it, that subscriber loses events (counted, and told how many) instead of the daemon growing.\n"
     "  --freezer: what pause uses: the cgroup v1 freezer, cgroup v2's cgroup.freeze, or auto (v1 if\n"
     "  usable, else v2); corral doctor says what auto finds.\n"
+    "  --warm N: keeps N sandboxes (0 to 64) started for creates with no options, so such a create\n"
+    "  only claims one; refilled in the background, never reused (profiles have their own \"warm\").\n"
     "usage: corral daemon verify-log STATE/audit.jsonl\n"
     "  Checks the daemon's hash-chained event log: exit 0 when every line chains, 1 where it breaks.\n";
 
@@ -51,7 +53,7 @@ int daemonMain(const std::vector<std::string>& args) {
     return 0;
   }
   auto scanned = scanArgs(args, {{"--state-dir", true}, {"--socket", true}, {"--allow-group", true}, {"--stop-sessions", false},
-                                  {"--event-queue", true}, {"--freezer", true}}, 0);
+                                  {"--event-queue", true}, {"--freezer", true}, {"--warm", true}}, 0);
   if (!scanned || !scanned->rest.empty()) {
     std::fprintf(stderr, "corral: daemon: %s (try corral daemon --help)\n",
                  scanned ? "takes no arguments" : oneLine(scanned.error().message()).c_str());
@@ -70,6 +72,16 @@ int daemonMain(const std::vector<std::string>& args) {
       return 125;
     }
     opts.event_queue = static_cast<size_t>(n);
+  }
+  if (scanned->has("--warm")) {
+    const std::string v = scanned->get("--warm");
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || v[0] == '-' || v[0] == '+' || v.size() > 3 || n > 64) {
+      std::fprintf(stderr, "corral: daemon: --warm: a count from 0 to 64\n");
+      return 125;
+    }
+    opts.warm = static_cast<uint32_t>(n);
   }
   if (scanned->has("--freezer")) {
     const std::string v = scanned->get("--freezer");

@@ -19,10 +19,12 @@
 #include "daemon/credential_vault.h"
 #include "daemon/credentials.h"
 #include "daemon/events.h"
+#include "daemon/profile.h"
 #include "daemon/profiles.h"
 #include "daemon/server.h"
 #include "daemon/sessions.h"
 #include "daemon/store.h"
+#include "daemon/warm_pool.h"
 
 namespace corral::daemon {
 namespace {
@@ -101,14 +103,29 @@ int runDaemon(const DaemonOptions& opts) {
   });
   Sessions sessions(*store, *audit, opts.state_dir, core, opts.freezer);
   sessions.setEvents(&events);
+  // --warm: a plain create must work here, or the pool would fill and fail forever.
+  if (opts.warm > 0 && !sessions.workspaceCapped())
+    return fail(Error(Errc::kUnsupported, "--warm: a plain create is refused on this host (no mechanism can cap a session's "
+                                          "workspace); give a profile with allow_weaker a warm count instead"));
+  WarmPool pool(sessions, *store, opts.warm);
+  sessions.setPool(&pool);
+  // Before reconcile: members of pools no longer kept (another --warm, a profile changed while
+  // no daemon ran) are drained, so reconcile removes them instead of adopting them.
+  if (auto r = pool.refresh(); !r) return fail(r.error());
+  // The cap counts --warm with every stored profile's warm (a profile add checks it too).
+  if (const int64_t total = pool.warmExcept(-1, ""); total > kMaxWarm)
+    return fail(Error(Errc::kInvalidArgument, "--warm " + std::to_string(opts.warm) + ": with the profiles' warm counts, " +
+                                                  std::to_string(total) + " warm sandboxes, over the cap of " + std::to_string(kMaxWarm)));
   sessions.reconcile();
   std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
   std::thread([&sessions] { sessions.runWatcher(); }).detach();
+  std::thread([&pool] { pool.run(); }).detach();
   auto server = Server::listen({opts.socket, opts.allow_group});
   if (!server) return fail(server.error());
   log::info("daemon_ready", "socket=" + log::value(opts.socket) + " pid=" + std::to_string(::getpid()) +
-                                " schema_version=" + std::to_string(kSchemaVersion) + " freezer=" + sessions.freezerName());
+                                " schema_version=" + std::to_string(kSchemaVersion) + " freezer=" + sessions.freezerName() + " warm=" + std::to_string(opts.warm));
   Profiles profiles(*store, *audit);
+  profiles.setPool(&pool);
   ApiContext ctx{sessions, credentials, profiles, events};
   server->serve(ctx, stop_fd.get());
   if (opts.stop_sessions) sessions.stopAll();

@@ -18,6 +18,7 @@ struct DaemonOptions {
   bool stop_sessions = false;  // on SIGTERM, end every session too
   size_t event_queue = 1024;   // GET /v1/events: events queued per subscriber before it loses some
   FreezerChoice freezer = FreezerChoice::kAuto;  // what pause uses (freezer.h)
+  uint32_t warm = 0;           // --warm: sandboxes kept started for plain creates (warm_pool.h)
 };
 
 // Exit status: 0 after SIGTERM/SIGINT, 125 when it could not start (one line on stderr).

@@ -144,10 +144,12 @@ Result<Profile> parseProfile(std::string_view text) {
   p.spec = std::move(*spec);
   if (j.contains("warm")) {
     const Json& warm = j["warm"];
-    if (!warm.is_number_integer() || warm.get<int64_t>() < 0 || warm.get<int64_t>() > 1024)
-      return Error(Errc::kInvalidArgument, "profile.warm: expected an integer from 0 to 1024");
-    if (warm.get<int64_t>() > 0)
-      return Error(Errc::kUnsupported, "profile.warm: the warm pool is not built yet; only 0 is accepted");
+    if (!warm.is_number_integer() || warm.get<int64_t>() < 0 || warm.get<int64_t>() > kMaxWarm)
+      return Error(Errc::kInvalidArgument, "profile.warm: expected an integer from 0 to " + std::to_string(kMaxWarm));
+    p.warm = static_cast<uint32_t>(warm.get<int64_t>());
+    // A lease is opened for one session, by its creator: a sandbox waiting for nobody holds none.
+    if (p.warm > 0 && !p.spec.credentials.empty())
+      return Error(Errc::kInvalidArgument, "profile.warm: a profile that leases credentials cannot keep warm sandboxes");
   }
   if (const Json* s = f.object("startup")) {
     StartupCommand st;

@@ -17,6 +17,8 @@
 namespace corral::daemon {
 
 inline constexpr size_t kMaxProfileBytes = size_t{256} * 1024;
+// The most warm sandboxes one daemon keeps: --warm and every profile's warm together.
+inline constexpr int64_t kMaxWarm = 64;
 
 struct ReadinessProbe {
   CommandSpec cmd;                                     // run until it exits 0
@@ -35,10 +37,10 @@ struct Profile {  // NOLINT(bugprone-exception-escape): false positive from the 
   Json session;             // as parseSessionSpec reads it, without "name" and "workspace"
   SessionSpec spec;         // the same, parsed
   std::optional<StartupCommand> startup;
-  uint32_t warm = 0;        // the warm pool is not built yet: only 0 is accepted
+  uint32_t warm = 0;        // sandboxes kept started for it (warm_pool.h), 0..kMaxWarm
 };
 
-// {"name", "description"?, "session"?: {...}, "warm"?: 0, "startup"?: {"argv", "env", "cwd",
+// {"name", "description"?, "session"?: {...}, "warm"?: 0..64, "startup"?: {"argv", "env", "cwd",
 // "timeout", "ready"?: {"argv", "env", "cwd", "interval", "timeout"}}}. Unknown fields, a
 // session field a profile cannot hold, and anything parseSessionSpec refuses are errors that
 // name the field ("profile.session.limits.memory: ...").

@@ -39,7 +39,8 @@ TEST(ProfileParse, ReadsEveryPart) {
 TEST(ProfileParse, RefusesWhatAProfileCannotHold) {
   for (const char* bad : {R"({"session": {}})", R"({"name": "Dev"})", R"({"name": "x", "extra": 1})",
                           R"({"name": "x", "session": {"name": "n"}})", R"({"name": "x", "session": {"workspace": "/w"}})",
-                          R"({"name": "x", "session": {"limits": {"memory": "lots"}}})", R"({"name": "x", "warm": 1})",
+                          R"({"name": "x", "session": {"limits": {"memory": "lots"}}})", R"({"name": "x", "warm": 65})", R"({"name": "x", "warm": -1})", R"({"name": "x", "warm": "2"})",
+                          R"({"name": "x", "warm": 1, "session": {"net": "proxy", "allow": ["https://a.example"], "credentials": ["gh"]}})",
                           R"({"name": "x", "startup": {"argv": []}})",
                           R"({"name": "x", "startup": {"argv": ["a"], "ready": {"argv": ["b"], "retries": 2}}})",
                           R"({"name": "x", "startup": {"argv": ["a"], "ready": {"argv": ["b"], "interval": "9s", "timeout": "1s"}}})",

@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "daemon/sessions.h"
+#include "daemon/warm_pool.h"
 #include "policy/units.h"
 
 namespace corral::daemon {
@@ -29,9 +30,15 @@ Error noProfile(const std::string& name, int64_t version) {
 Result<Json> Profiles::add(const Peer& peer, std::string_view text) {
   ASSIGN_OR_RETURN(Profile p, parseProfile(text));
   ASSIGN_OR_RETURN(Json doc, parseJson(text));
+  if (pool_ && p.warm > 0)
+    if (const int64_t others = pool_->warmExcept(peer.uid, p.name); others + p.warm > kMaxWarm)
+      return Error(Errc::kInvalidArgument, "profile.warm: " + std::to_string(p.warm) + " more would make the daemon's warm sandboxes " +
+                                               std::to_string(others + p.warm) + ", over its cap of " + std::to_string(kMaxWarm));
   ASSIGN_OR_RETURN(int64_t version, store_.addProfileVersion(peer.uid, p.name, dumpJson(doc)));
   audit_.append("profile_added", peer, {{"profile", p.name}, {"version", version}});
   log::info("profile_added", "profile=" + p.name + " version=" + std::to_string(version) + " peer_uid=" + std::to_string(peer.uid));
+  if (pool_)
+    if (auto r = pool_->refresh(); !r) log::warn("pool_refresh_failed", "reason=" + log::value(r.error().message()));
   ASSIGN_OR_RETURN(auto row, store_.profile(peer.uid, p.name, version));
   if (!row) return noProfile(p.name, version);
   return rowJson(*row, true);
@@ -55,6 +62,8 @@ Result<Json> Profiles::remove(const Peer& peer, const std::string& name) {
   if (!checkCredentialName(name)) return noProfile(name, 0);
   ASSIGN_OR_RETURN(int64_t n, store_.deleteProfile(peer.uid, name));
   if (n == 0) return noProfile(name, 0);
+  if (pool_)
+    if (auto r = pool_->refresh(); !r) log::warn("pool_refresh_failed", "reason=" + log::value(r.error().message()));
   audit_.append("profile_removed", peer, {{"profile", name}, {"versions", n}});
   log::info("profile_removed", "profile=" + name + " versions=" + std::to_string(n) + " peer_uid=" + std::to_string(peer.uid));
   return Json{{"name", name}, {"removed", true}, {"versions", n}};

@@ -14,9 +14,14 @@
 
 namespace corral::daemon {
 
+class WarmPool;
+
 class Profiles {
  public:
   Profiles(Store& store, AuditLog& audit) : store_(store), audit_(audit) {}
+  // The warm pool: a profile's warm counts against its cap, and an add or rm refreshes it
+  // (the old version's members are drained, never handed out).
+  void setPool(WarmPool* pool) { pool_ = pool; }
 
   // The document (a JSON text): validated, stored as the name's next version.
   Result<Json> add(const Peer& peer, std::string_view text);
@@ -35,6 +40,7 @@ class Profiles {
  private:
   Store& store_;
   AuditLog& audit_;
+  WarmPool* pool_ = nullptr;
 };
 
 }  // namespace corral::daemon

@@ -21,6 +21,7 @@
 #include "base/remove_tree.h"
 #include "daemon/orphans.h"
 #include "daemon/shim.h"
+#include "daemon/warm_pool.h"
 #include "policy/units.h"
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
@@ -82,7 +83,8 @@ Result<SessionRow> Sessions::owned(const Peer& peer, const std::string& id) {
   if (!validId(id)) return Error(kNotFound, "no session " + policy::printable(id));
   ASSIGN_OR_RETURN(auto row, store_.session(id));
   // Another uid's session is reported exactly as a missing one: its existence is not theirs to learn.
-  if (!row || !peer.mayAccess(row->owner_uid)) return Error(kNotFound, "no session " + id);
+  // A warm pool member is nobody's session until a claim makes it one.
+  if (!row || !row->pool.empty() || !peer.mayAccess(row->owner_uid)) return Error(kNotFound, "no session " + id);
   return *row;
 }
 
@@ -162,6 +164,11 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const s
                                  "rights, not yours; copy files in with `corral session cp` instead");
   if (!spec.ro_binds.empty() && peer.uid != ::geteuid())
     return Error(Errc::kRefused, "body.ro_binds: the daemon runs as another uid and would open the paths with its rights, not yours");
+  if (pool_ && leases.empty())
+    if (auto key = WarmPool::keyOf(spec, peer.uid); key && pool_->kept(*key)) {
+      ASSIGN_OR_RETURN(auto claimed, claim(peer, *key, spec, row));
+      if (claimed) return std::move(*claimed);
+    }
   RETURN_IF_ERROR(store_.insertSession(row));
   for (const LeasedCredential& l : leases) RETURN_IF_ERROR(store_.addSessionCredential(row.id, peer.uid, l.name, l.version));
   // Undo: nothing of it may stay (a shim that reported a failure has exited).
@@ -192,10 +199,118 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const s
                                           {"workspace_capped", workspace_.capped}, {"expires_at_ms", row.expires_at},
                                           {"net", spec.net_proxy ? "proxy" : "none"}, {"credentials", lease_names}});
   if (row.expires_at) expiry_cv_.notify_all();
-  return sessionJson(row);
+  Json out = sessionJson(row);
+  out["warm"] = false;
+  return out;
 }
 
-Result<ShimProcesses> Sessions::launch(const SessionRow& row, const SessionSpec& spec, const std::vector<LeasedCredential>& leases) {
+Result<std::optional<Json>> Sessions::claim(const Peer& peer, const std::string& key, const SessionSpec& spec, SessionRow row) {
+  // A --workspace copy-in happens after the claim: "claiming" until it is done, so a kill -9
+  // in between leaves a row reconcile() removes (the create was never answered).
+  row.state = spec.workspace_from ? "claiming" : "running";
+  row.name = spec.name.value_or("");  // none: the member's id, which the session keeps
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ASSIGN_OR_RETURN(auto got, store_.claimPoolMember(key, row));
+    if (!got) return std::optional<Json>();
+    SessionRow s = std::move(*got);
+    // Refilled in the background, once this create is answered (or failed).
+    struct Wake {
+      WarmPool* pool;
+      ~Wake() { pool->wake(); }
+    } wake{pool_};
+    // A member whose sandbox died while it waited (OOM, a kill from outside) is never handed
+    // out. Its shim and init by pid and start time (a reused pid fails), not a round trip to
+    // the shim: that would cost the claim a wake-up of another process.
+    const bool up = s.shim_pid > 0 && s.init_pid > 0 &&
+                    processStartTime(static_cast<int>(s.shim_pid)) == static_cast<uint64_t>(s.shim_start) &&
+                    processStartTime(static_cast<int>(s.init_pid)) == static_cast<uint64_t>(s.init_start);
+    if (!up) {
+      log::warn("pool_member_dead", "member=" + s.id + " shim_pid=" + std::to_string(s.shim_pid));
+      (void)store_.setSessionState(s.id, "removing");
+      finishRemove(s);
+      continue;
+    }
+    if (spec.workspace_from) {
+      if (auto copied = copyIn(peer, spec, dirOf(s.id)); !copied) {
+        (void)store_.setSessionState(s.id, "removing");
+        finishRemove(s);
+        log::warn("session_create_failed", "session=" + s.id);
+        audit_.append("session_create_failed", peer, {{"session", s.id}});
+        return copied.error();
+      }
+      RETURN_IF_ERROR(store_.setSessionState(s.id, "running"));
+      s.state = "running";
+    }
+    log::info("session_created", "session=" + s.id + " shim_pid=" + std::to_string(s.shim_pid) + " init_pid=" +
+                                     std::to_string(s.init_pid) + " expires_at=" + std::to_string(s.expires_at) + " warm=true" +
+                                     " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+    audit_.append("session_created", peer, {{"session", s.id}, {"shim_pid", s.shim_pid}, {"init_pid", s.init_pid},
+                                            {"workspace_capped", workspace_.capped}, {"expires_at_ms", s.expires_at},
+                                            {"net", spec.net_proxy ? "proxy" : "none"}, {"credentials", Json::array()},
+                                            {"warm", true}});
+    if (s.expires_at) expiry_cv_.notify_all();
+    Json out = sessionJson(s);
+    out["warm"] = true;
+    return std::optional<Json>(std::move(out));
+  }
+  return std::optional<Json>();
+}
+
+Result<std::string> Sessions::fillPoolMember(const std::string& pool, const SessionSpec& spec) {
+  SessionRow row;
+  row.id = randomHex16();
+  row.name = row.id;
+  row.owner_uid = static_cast<int64_t>(::geteuid());
+  row.state = "creating";
+  row.created_at = static_cast<int64_t>(::time(nullptr));
+  row.secret = randomSecret();
+  row.spec = dumpJson(sessionSpecJson(spec, /*with_env=*/false));
+  row.pool = pool;
+  if (row.secret.empty()) return Error(Errc::kIo, "getrandom: no entropy for a session secret");
+  const Peer self{::geteuid(), ::getegid(), ::getpid()};
+  auto fail = [&](const Error& e) {
+    SessionRow gone = row;
+    gone.shim_pid = 0;
+    finishRemove(gone);
+    return e.wrap("member " + row.id);
+  };
+  // The row first (as a create's): a kill -9 from here on leaves something reconcile() finds.
+  RETURN_IF_ERROR(store_.insertSession(row));
+  if (::mkdir(dirOf(row.id).c_str(), 0700) != 0) return fail(sysError("mkdir " + dirOf(row.id)));
+  if (auto ws = prepareWorkspace(self, spec, dirOf(row.id)); !ws) return fail(ws.error());
+  auto procs = launch(row, spec, {}, /*pooled=*/true);
+  if (!procs) return fail(procs.error());
+  ASSIGN_OR_RETURN(bool ready, store_.setPoolMemberReady(row.id));
+  if (!ready) {  // drained while it started: never handed out
+    row.shim_pid = procs->shim_pid;
+    finishRemove(row);
+    return Error(kConflict, "member " + row.id + ": its pool was drained while it started");
+  }
+  // Its control connection now: the first command of the session that claims it needs none.
+  if (auto link = ShimLink::connect(dirOf(row.id), row.secret, *procs); link) {
+    auto l = linkFor(row.id);
+    std::lock_guard lock(l->mu);
+    l->link.emplace(std::move(*link));
+  }
+  log::info("pool_member_ready", "member=" + row.id + " pool=" + pool + " shim_pid=" + std::to_string(procs->shim_pid) +
+                                     " init_pid=" + std::to_string(procs->init_pid));
+  audit_.appendSelf("pool_member_ready", {{"member", row.id}, {"pool", pool}, {"shim_pid", procs->shim_pid}, {"init_pid", procs->init_pid}});
+  return row.id;
+}
+
+void Sessions::destroyDrainedMembers() {
+  auto rows = store_.sessions();
+  if (!rows) return;
+  for (const SessionRow& s : *rows) {
+    if (s.pool.empty() || s.state != "removing") continue;
+    finishRemove(s);
+    log::info("pool_member_destroyed", "member=" + s.id + " pool=" + s.pool);
+    audit_.appendSelf("pool_member_destroyed", {{"member", s.id}, {"pool", s.pool}});
+  }
+}
+
+Result<ShimProcesses> Sessions::launch(const SessionRow& row, const SessionSpec& spec, const std::vector<LeasedCredential>& leases,
+                                       bool pooled) {
   // The lease values travel after the config (shim_link.h), in a string wiped once written.
   std::string lease_text;
   if (!leases.empty()) {
@@ -218,7 +333,7 @@ Result<ShimProcesses> Sessions::launch(const SessionRow& row, const SessionSpec&
   if (freezer_.usable)
     if (auto f = freezerAdopt(freezer_, row.id, static_cast<pid_t>(procs->init_pid)); !f)
       log::warn("freezer_adopt_failed", "session=" + row.id + " reason=" + log::value(f.error().message()));
-  RETURN_IF_ERROR(store_.setSessionState(row.id, "running"));
+  if (!pooled) RETURN_IF_ERROR(store_.setSessionState(row.id, "running"));
   return procs;
 }
 
@@ -271,7 +386,14 @@ Result<void> Sessions::prepareWorkspace(const Peer& peer, const SessionSpec& spe
   const auto ids = sandbox::userns::planIdMap(::getuid(), ::getgid());
   RETURN_IF_ERROR(makeWorkspace(held.get(), dir, spec.limits.workspace_bytes, workspace_.capped, workspace_, ids.host_uid,
                                 ids.host_gid));
+  return copyIn(peer, spec, dir);
+}
+
+Result<void> Sessions::copyIn(const Peer& peer, const SessionSpec& spec, const std::string& dir) {
   if (!spec.workspace_from) return {};
+  UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!held.valid()) return sysError("open " + dir);
+  const auto ids = sandbox::userns::planIdMap(::getuid(), ::getgid());
   // Copied in once, with the peer's own rights (create() refused a peer of another uid).
   ASSIGN_OR_RETURN(UniqueFd from, sandbox::workspace::openHostDir(*spec.workspace_from));
   UniqueFd ws(::openat(held.get(), "workspace", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
@@ -308,7 +430,7 @@ Result<Json> Sessions::list(const Peer& peer) {
   ASSIGN_OR_RETURN(auto rows, store_.sessions());
   Json out = Json::array();
   for (const SessionRow& s : rows)
-    if (peer.mayAccess(s.owner_uid) && s.state != "removing") out.push_back(sessionJson(s));
+    if (peer.mayAccess(s.owner_uid) && s.pool.empty() && s.state != "removing" && s.state != "claiming") out.push_back(sessionJson(s));
   return Json{{"sessions", out}};
 }
 
@@ -378,7 +500,7 @@ void Sessions::finishRemove(const SessionRow& s, std::string* kept) {
 
 Result<Json> Sessions::remove(const Peer& peer, const std::string& id, bool keep_workspace) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
-  if (s.state == "creating" || s.state == "recovering") return Error(kConflict, "session " + id + " is " + s.state);
+  if (s.state == "creating" || s.state == "recovering" || s.state == "claiming") return Error(kConflict, "session " + id + " is " + s.state);
   if (s.state == "removing") return Error(kConflict, "session " + id + " is being removed");
   collectLeaseUses(s);  // the last uses its shim counted, before it ends
   recordEndedCommands(s);
@@ -550,7 +672,9 @@ void Sessions::runExpiry() {
     if (auto rows = store_.sessions()) {
       const int64_t now = nowMs();
       for (const SessionRow& s : *rows) {
-        if (s.expires_at == 0 || s.state == "creating" || s.state == "removing" || s.state == "recovering") continue;
+        if (s.expires_at == 0 || !s.pool.empty() || s.state == "creating" || s.state == "removing" || s.state == "recovering" ||
+            s.state == "claiming")
+          continue;
         if (s.expires_at > now) {
           next = next == 0 ? s.expires_at : std::min(next, s.expires_at);
           continue;
@@ -571,11 +695,13 @@ void Sessions::runExpiry() {
 }
 
 void Sessions::reconcileOne(const SessionRow& s) {
-  if (s.state == "removing") {
+  if (s.state == "removing" || s.state == "claiming") {
+    // claiming: a create served from the pool, cut short in its copy-in; never answered, so undone.
     finishRemove(s);
-    log::info("reconcile_removed", "session=" + s.id);
+    log::info(s.state == "claiming" ? "reconcile_claim_undone" : "reconcile_removed", "session=" + s.id);
     return;
   }
+  if (!s.pool.empty()) return reconcileMember(s);
   // After a host reboot nothing is mounted: the kept images come back (a lost session's files stay reachable).
   if (workspace_.capped && s.state != "creating") {
     UniqueFd held(::open(dirOf(s.id).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
@@ -627,6 +753,32 @@ void Sessions::reconcileOne(const SessionRow& s) {
   l->link.emplace(std::move(*link));
 }
 
+void Sessions::reconcileMember(const SessionRow& s) {
+  // The same identity check as a session's: the recorded shim (pidfd, pid and start time),
+  // or for a member cut short before its row knew the shim, the secret alone.
+  auto link = ShimLink::connect(dirOf(s.id), s.secret, {s.shim_pid, s.shim_start, s.init_pid, s.init_start});
+  if (!link) {
+    SessionRow gone = s;
+    if (s.state == "creating") gone.shim_pid = 0;
+    finishRemove(gone);
+    log::info("reconcile_member_destroyed", "member=" + s.id + " pool=" + s.pool + " state=" + s.state);
+    return;
+  }
+  if (s.state == "creating") {
+    const ShimProcesses& p = link->processes();
+    (void)store_.setSessionProcesses(s.id, p.shim_pid, p.shim_start, p.init_pid, p.init_start);
+    const auto tasks = freezerTasks(freezer_, s.id);
+    if (freezer_.usable && std::find(tasks.begin(), tasks.end(), static_cast<pid_t>(p.init_pid)) == tasks.end())
+      if (auto f = freezerAdopt(freezer_, s.id, static_cast<pid_t>(p.init_pid)); !f)
+        log::warn("freezer_adopt_failed", "member=" + s.id + " reason=" + log::value(f.error().message()));
+    (void)store_.setPoolMemberReady(s.id);
+  }
+  log::info("pool_member_adopted", "member=" + s.id + " pool=" + s.pool + " shim_pid=" + std::to_string(link->processes().shim_pid));
+  auto l = linkFor(s.id);
+  std::lock_guard lock(l->mu);
+  l->link.emplace(std::move(*link));
+}
+
 void Sessions::reconcile() {
   AuditLog::Batch batch(audit_);  // one sync for every session's line, not one each
   auto rows = store_.sessions();
@@ -662,7 +814,7 @@ void Sessions::sweepOrphans() {
   for (const ShimProcess& p : findShims(state_dir_ + "/sessions")) {
     auto it = recorded.find(p.id);
     const SessionRow* s = it == recorded.end() ? nullptr : it->second;
-    if (s && (s->state == "running" || s->state == "paused") && s->shim_pid == p.pid && static_cast<uint64_t>(s->shim_start) == p.start)
+    if (s && (s->state == "running" || s->state == "paused" || s->state == "pooled") && s->shim_pid == p.pid && static_cast<uint64_t>(s->shim_start) == p.start)
       continue;
     // A frozen process cannot die: its session's freezer cgroup is thawed first.
     if (!freezerState(freezer_, p.id).empty()) (void)freezerSet(freezer_, p.id, false);
@@ -691,6 +843,10 @@ void Sessions::stopAll() {
   auto rows = store_.sessions();
   if (!rows) return;
   for (const SessionRow& s : *rows) {
+    if (!s.pool.empty()) {  // a member holds nothing: it goes, rather than waiting stopped
+      finishRemove(s);
+      continue;
+    }
     if (s.state != "running") continue;
     if (callShim(s, {{"op", "stop"}}).ok()) (void)store_.setSessionState(s.id, "stopped");
   }

@@ -30,6 +30,8 @@ namespace corral::daemon {
 inline constexpr int kNotFound = ENOENT;   // 404: no such session (or not the caller's)
 inline constexpr int kConflict = EBUSY;    // 409: the session is not in a state for that
 
+class WarmPool;
+
 class Sessions {
  public:
   Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary,
@@ -75,6 +77,15 @@ class Sessions {
   // uses and egress decisions of proxy sessions (the event stream's "egress"). Its own thread.
   [[noreturn]] void runWatcher();
   void setEvents(EventBus* events) { events_ = events; }
+  // The warm pool (warm_pool.h) a create claims from first; null: every create is cold.
+  void setPool(WarmPool* pool) { pool_ = pool; }
+  WarmPool* pool() const { return pool_; }
+  // Whether this host caps a session's workspace (a plain create needs it).
+  bool workspaceCapped() const { return workspace_.capped; }
+  // A warm pool member of pool: a session sandbox that nobody owns yet (warm_pool.h fills).
+  Result<std::string> fillPoolMember(const std::string& pool, const SessionSpec& spec);
+  // Every drained member (removing, of a pool) destroyed as rm would.
+  void destroyDrainedMembers();
 
   // A session's workspace for the files API: its directory (a lost session's too), the host
   // ids that own its files, the session's --workspace-size (an upload's cap).
@@ -106,9 +117,16 @@ class Sessions {
   // workspace went instead (empty: removed with the rest).
   void finishRemove(const SessionRow& s, std::string* kept = nullptr);
   // Starts the shim of a session whose row and directory exist, and records its processes.
-  Result<ShimProcesses> launch(const SessionRow& row, const SessionSpec& spec, const std::vector<LeasedCredential>& leases);
+  // pooled: the row stays "creating" (the caller makes it a pool member), else it becomes running.
+  Result<ShimProcesses> launch(const SessionRow& row, const SessionSpec& spec, const std::vector<LeasedCredential>& leases,
+                               bool pooled = false);
   Result<void> prepareWorkspace(const Peer& peer, const SessionSpec& spec, const std::string& dir);
+  Result<void> copyIn(const Peer& peer, const SessionSpec& spec, const std::string& dir);
+  // A create served by a pool member of key (row: the create's name, owner, spec, expiry);
+  // nullopt when the pool has none to give (the create is made cold).
+  Result<std::optional<Json>> claim(const Peer& peer, const std::string& key, const SessionSpec& spec, SessionRow row);
   void reconcileOne(const SessionRow& s);
+  void reconcileMember(const SessionRow& s);  // a warm pool member: adopted, or destroyed
   // After reconciliation: kills every shim of this state directory that is not a live
   // session's recorded one (orphans.h), and unmounts what a directory of no session holds.
   void sweepOrphans();
@@ -125,6 +143,7 @@ class Sessions {
   std::mutex links_mu_;
   std::map<std::string, std::shared_ptr<Link>> links_;
   EventBus* events_ = nullptr;
+  WarmPool* pool_ = nullptr;
   std::mutex egress_mu_;
   struct EgressSeen {
     int64_t allowed = 0, refused = 0, seq = 0;  // counts, and the last decision sent one by one

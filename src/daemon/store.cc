@@ -30,6 +30,8 @@ constexpr const char* kMigrations[] = {
     // 4: startup profiles, every version kept (a session records which one it was made from).
     "CREATE TABLE profiles(owner_uid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL,"
     " created_at INTEGER NOT NULL, PRIMARY KEY(owner_uid, name, version));",
+    // 5: warm pool members are session rows with their pool's key until a claim clears it.
+    "ALTER TABLE sessions ADD COLUMN pool TEXT NOT NULL DEFAULT '';",
 };
 
 int64_t now() { return static_cast<int64_t>(::time(nullptr)); }
@@ -48,11 +50,12 @@ SessionRow sessionOf(const SqlRow& r) {
   s.init_start = asInt(r[9]).value_or(0);
   s.created_at = asInt(r[10]).value_or(0);
   s.expires_at = asInt(r[11]).value_or(0);
+  s.pool = asText(r[12]);
   return s;
 }
 constexpr const char* kSessionCols =
-    "SELECT id, name, owner_uid, state, secret, spec, shim_pid, shim_start, init_pid, init_start, created_at, expires_at"
-    " FROM sessions";
+    "SELECT id, name, owner_uid, state, secret, spec, shim_pid, shim_start, init_pid, init_start, created_at, expires_at,"
+    " pool FROM sessions";
 
 CommandRow commandOf(const SqlRow& r) {
   CommandRow c;
@@ -101,8 +104,9 @@ Result<int> Store::schemaVersion() {
 
 Result<void> Store::insertSession(const SessionRow& s) {
   std::lock_guard lock(mu_);
-  return db_.exec("INSERT INTO sessions(id, name, owner_uid, state, secret, spec, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?)",
-                  {s.id, s.name, s.owner_uid, s.state, s.secret, s.spec, now(), s.expires_at});
+  return db_.exec("INSERT INTO sessions(id, name, owner_uid, state, secret, spec, created_at, expires_at, pool)"
+                  " VALUES(?,?,?,?,?,?,?,?,?)",
+                  {s.id, s.name, s.owner_uid, s.state, s.secret, s.spec, now(), s.expires_at, s.pool});
 }
 
 Result<void> Store::setSessionState(const std::string& id, const std::string& state) {
@@ -215,6 +219,57 @@ Result<std::optional<CommandRow>> Store::command(const std::string& session_id, 
   ASSIGN_OR_RETURN(auto rows, db_.query(std::string(kCommandCols) + " WHERE session_id=? AND cmd=?", {session_id, cmd}));
   if (rows.empty()) return std::optional<CommandRow>();
   return std::optional<CommandRow>(commandOf(rows[0]));
+}
+
+}  // namespace corral::daemon
+
+namespace corral::daemon {
+
+Result<std::optional<SessionRow>> Store::claimPoolMember(const std::string& pool, const SessionRow& as) {
+  std::lock_guard lock(mu_);
+  // Invariant: one statement, so a kill -9 leaves the member pooled or the session claimed,
+  // never a row in between; the pool key is cleared in the same write.
+  ASSIGN_OR_RETURN(auto rows, db_.query("UPDATE sessions SET pool='', state=?, name=COALESCE(NULLIF(?, ''), id), owner_uid=?, spec=?, expires_at=?, created_at=?"
+                                        " WHERE id=(SELECT id FROM sessions WHERE pool=? AND state='pooled'"
+                                        " ORDER BY created_at, id LIMIT 1) RETURNING id",
+                                        {as.state, as.name, as.owner_uid, as.spec, as.expires_at, now(), pool}));
+  if (rows.empty()) return std::optional<SessionRow>();
+  ASSIGN_OR_RETURN(auto got, db_.query(std::string(kSessionCols) + " WHERE id=?", {asText(rows[0][0])}));
+  if (got.empty()) return std::optional<SessionRow>();
+  return std::optional<SessionRow>(sessionOf(got[0]));
+}
+
+Result<bool> Store::setPoolMemberReady(const std::string& id) {
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(db_.exec("UPDATE sessions SET state='pooled' WHERE id=? AND state='creating' AND pool!=''", {id}));
+  return db_.changes() == 1;
+}
+
+Result<int64_t> Store::drainPools(const std::vector<std::string>& keep) {
+  std::lock_guard lock(mu_);
+  std::string sql = "UPDATE sessions SET state='removing' WHERE pool!='' AND state IN ('creating', 'pooled')";
+  std::vector<SqlValue> params;
+  params.reserve(keep.size());
+  if (!keep.empty()) {
+    sql += " AND pool NOT IN (";
+    for (size_t i = 0; i < keep.size(); ++i) {
+      sql += i ? ",?" : "?";
+      params.emplace_back(keep[i]);
+    }
+    sql += ")";
+  }
+  RETURN_IF_ERROR(db_.exec(sql, params));
+  return static_cast<int64_t>(db_.changes());
+}
+
+Result<std::vector<std::tuple<std::string, int64_t, int64_t>>> Store::poolCounts() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query("SELECT pool, SUM(state='pooled'), SUM(state='creating') FROM sessions"
+                                        " WHERE pool!='' GROUP BY pool"));
+  std::vector<std::tuple<std::string, int64_t, int64_t>> out;
+  out.reserve(rows.size());
+  for (const SqlRow& r : rows) out.emplace_back(asText(r[0]), asInt(r[1]).value_or(0), asInt(r[2]).value_or(0));
+  return out;
 }
 
 }  // namespace corral::daemon

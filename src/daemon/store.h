@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/result.h"
@@ -14,12 +15,15 @@
 
 namespace corral::daemon {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 struct SessionRow {
   std::string id, name, state, secret, spec;  // spec: sessionSpecJson, env values included (0600 file)
   int64_t owner_uid = 0, shim_pid = 0, shim_start = 0, init_pid = 0, init_start = 0, created_at = 0;
   int64_t expires_at = 0;  // unix ms (--ttl); 0: never
+  // A warm pool member's pool (warm_pool.h), "" for a session. A member's states: creating,
+  // pooled, removing; a claim makes it a session (pool "", state claiming or running).
+  std::string pool;
 };
 
 struct CommandRow {
@@ -107,6 +111,16 @@ class Store {
   Result<std::optional<ProfileRow>> profile(int64_t owner, const std::string& name, int64_t version);
   Result<std::vector<ProfileRow>> profiles(int64_t owner);  // newest of each; owner < 0: all
   Result<int64_t> deleteProfile(int64_t owner, const std::string& name);  // versions removed
+
+  // Warm pool members (store_pool.cc). A claim is one UPDATE: the oldest pooled member of pool
+  // becomes the owner's session, with the create's name, spec, expiry and state; none: nullopt.
+  Result<std::optional<SessionRow>> claimPoolMember(const std::string& pool, const SessionRow& as);
+  // creating -> pooled; false when the member was drained (or removed) meanwhile.
+  Result<bool> setPoolMemberReady(const std::string& id);
+  // Members of pools not in keep (creating or pooled) become removing: no claim can take them.
+  Result<int64_t> drainPools(const std::vector<std::string>& keep);
+  // Live members per pool: {pool -> (pooled, creating)}.
+  Result<std::vector<std::tuple<std::string, int64_t, int64_t>>> poolCounts();
 
   Result<void> foldCredentialUses(const std::string& session_id, int64_t owner, const std::string& name, int64_t uses,
                                   int64_t last_used_ms);
