@@ -102,6 +102,7 @@ int runDaemon(const DaemonOptions& opts) {
   Sessions sessions(*store, *audit, opts.state_dir, core, opts.freezer);
   sessions.setEvents(&events);
   sessions.reconcile();
+  credentials.renewStaleLeases(sessions);  // a rotation the daemon's death cut short reaches its sessions now
   std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
   std::thread([&sessions] { sessions.runWatcher(); }).detach();
   auto server = Server::listen({opts.socket, opts.allow_group});
