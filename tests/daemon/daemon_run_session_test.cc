@@ -45,9 +45,9 @@ struct SessionRun {
   json commands(const std::string& id) const { return d.curl("GET", "/v1/sessions/" + id).json().value("commands", json::array()); }
 };
 
-// ---- run --session: commands share the session's workspace ----
+// ---- daemon.run-session-within-manifest ----
 
-TEST(RunSession, CommandsBuildOnEachOthersFilesInTheSessionAndTheTraceNamesIt) {
+TEST(DaemonRunSessionWithinManifest, CommandsBuildOnEachOthersFilesInTheSessionAndTheTraceNamesIt) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   const std::string id = t.d.createSession();
@@ -79,7 +79,7 @@ TEST(RunSession, CommandsBuildOnEachOthersFilesInTheSessionAndTheTraceNamesIt) {
   EXPECT_EQ(v.exit_code, 0) << v.describe();
 }
 
-TEST(RunSession, ADeniedCallIsStillDeniedAndNeverReachesTheSession) {
+TEST(DaemonRunSessionWithinManifest, ADeniedCallIsStillDeniedAndNeverReachesTheSession) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   const std::string id = t.d.createSession();
@@ -115,7 +115,7 @@ void expectRefused(SessionRun& t, const std::string& id, const std::string& need
   EXPECT_FALSE(t.f.ws.exists(".corral/trace.jsonl")) << "a refused run wrote its record";
 }
 
-TEST(RunSession, ASessionWithLargerLimitsIsRefusedNamingTheField) {
+TEST(DaemonRunSessionWithinManifest, ASessionWithLargerLimitsIsRefusedNamingTheField) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   t.f.manifest["sandbox"]["file_size"] = "1M";
@@ -125,7 +125,7 @@ TEST(RunSession, ASessionWithLargerLimitsIsRefusedNamingTheField) {
   EXPECT_TRUE(t.commands(id).empty());
 }
 
-TEST(RunSession, ControlTheSameLimitNarrowedInTheSessionIsAccepted) {
+TEST(DaemonRunSessionWithinManifest, ControlTheSameLimitNarrowedInTheSessionIsAccepted) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   t.f.manifest["sandbox"]["file_size"] = "1M";
@@ -138,7 +138,7 @@ TEST(RunSession, ControlTheSameLimitNarrowedInTheSessionIsAccepted) {
   EXPECT_EQ(t.commands(id).size(), 1u);
 }
 
-TEST(RunSession, ASessionWithAWeakerLimitTheManifestDoesNotAllowIsRefused) {
+TEST(DaemonRunSessionWithinManifest, ASessionWithAWeakerLimitTheManifestDoesNotAllowIsRefused) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   const std::string id = t.d.createSession({"--allow-weaker", "file-size"});
@@ -146,7 +146,7 @@ TEST(RunSession, ASessionWithAWeakerLimitTheManifestDoesNotAllowIsRefused) {
   expectRefused(t, id, "allow_weaker");
 }
 
-TEST(RunSession, ASessionWithEgressGrantsOutsideTheManifestIsRefused) {
+TEST(DaemonRunSessionWithinManifest, ASessionWithEgressGrantsOutsideTheManifestIsRefused) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   const std::string id = t.d.createSession({"--net", "proxy", "--allow", "https://example.com"});
@@ -161,7 +161,7 @@ TEST(RunSession, ASessionWithEgressGrantsOutsideTheManifestIsRefused) {
   EXPECT_EQ(ok.exit_code, 0) << ok.describe();
 }
 
-TEST(RunSession, ASessionWithReadOnlyBindsIsRefused) {
+TEST(DaemonRunSessionWithinManifest, ASessionWithReadOnlyBindsIsRefused) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   TempDir bound("robind");
@@ -172,7 +172,7 @@ TEST(RunSession, ASessionWithReadOnlyBindsIsRefused) {
   expectRefused(t, id, "ro_binds");
 }
 
-TEST(RunSession, ASessionLeasingACredentialTheManifestDoesNotNameIsRefused) {
+TEST(DaemonRunSessionWithinManifest, ASessionLeasingACredentialTheManifestDoesNotNameIsRefused) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   RunResult add = t.d.cli({"credential", "add", "gh", "--host", "https://api.example.com", "--from-env", "TOK"},
@@ -183,18 +183,18 @@ TEST(RunSession, ASessionLeasingACredentialTheManifestDoesNotNameIsRefused) {
   expectRefused(t, id, "credentials leases 'gh'");
 }
 
-TEST(RunSession, AnUnknownSessionIsRefused) {
+TEST(DaemonRunSessionWithinManifest, AnUnknownSessionIsRefused) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   expectRefused(t, "0123456789abcdef", "no such session");
 }
 
-TEST(RunSession, NoDaemonIsRefused) {
+TEST(DaemonRunSessionWithinManifest, NoDaemonIsRefused) {
   SessionRun t;  // never started: nothing listens on its socket
   expectRefused(t, "0123456789abcdef", "no corral daemon");
 }
 
-TEST(RunSession, ALostSessionIsRefused) {
+TEST(DaemonRunSessionWithinManifest, ALostSessionIsRefused) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   const std::string id = t.d.createSession();
@@ -207,7 +207,7 @@ TEST(RunSession, ALostSessionIsRefused) {
   expectRefused(t, id, "is lost");
 }
 
-TEST(RunSession, RootAPausedSessionIsRefused) {
+TEST(DaemonRunSessionWithinManifest, RootAPausedSessionIsRefused) {
   CORRAL_REQUIRE_ROOT("the cgroup v1 freezer is root's on this host");
   if (!fileExists("/sys/fs/cgroup/freezer/cgroup.procs")) GTEST_SKIP() << "no cgroup v1 freezer mounted on this host";
   SessionRun t;
@@ -219,7 +219,7 @@ TEST(RunSession, RootAPausedSessionIsRefused) {
   EXPECT_TRUE(t.commands(id).empty());
 }
 
-TEST(RunSession, RootAnotherUidsSessionIsRefused) {
+TEST(DaemonRunSessionWithinManifest, RootAnotherUidsSessionIsRefused) {
   CORRAL_REQUIRE_ROOT("running as another uid needs root");
   // A daemon that serves uid 65534's group, and a session of root's: uid 65534 sees no such session.
   SessionRun t({"--allow-group", "nogroup"});
