@@ -173,5 +173,34 @@ TEST(DaemonCredentialRotationReachesSessions, APausedSessionIsReachedTooAndRmSta
   EXPECT_EQ(t.leaks(), "");
 }
 
+// Fail closed: a shim that cannot take the new value (here: stopped, so it never answers) must
+// not go on injecting the old one. The rotation waits out its control link, kills that shim,
+// and the session's lease is gone: no request with v1 reaches the upstream afterwards.
+TEST(DaemonCredentialRotationReachesSessions, AShimThatDoesNotTakeTheNewValueIsCutOff) {
+  Rotation t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.cli({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"}, t.v1).exit_code, 0);
+  const std::string id = t.session();
+  ASSERT_FALSE(id.empty());
+  ASSERT_NE(t.ask(id).find("Bearer " + t.v1), std::string::npos);  // control: the lease works
+  const std::vector<pid_t> shims = shimProcesses(t.d.stateDir());
+  ASSERT_EQ(shims.size(), 1u);
+  ASSERT_EQ(::kill(shims[0], SIGSTOP), 0);
+  RunOptions o;
+  o.env_extra = {"API_SECRET=" + t.v2};
+  o.deadline = std::chrono::milliseconds(280'000);
+  RunResult rot = t.d.cli({"credential", "rotate", "api", "--from-env", "API_SECRET"}, o);
+  EXPECT_EQ(rot.exit_code, 0) << rot.describe();
+  EXPECT_NE(t.d.stderrText().find("event=credential_lease_cut"), std::string::npos) << t.d.stderrText();
+  EXPECT_TRUE(eventually([&] { return shimProcesses(t.d.stateDir()).empty(); }))
+      << claim("daemon.credential-rotation-reaches-sessions", "the shim that missed the rotation still runs");
+  const int before = t.servers.count(false);
+  (void)sessionExec(t.d, id, {"sh", "-c", "curl -sS --max-time 5 http://127.0.0.1:3128/lease/api/lease-check"});
+  EXPECT_EQ(t.servers.count(false), before) << claim("daemon.credential-rotation-reaches-sessions", "a cut-off session reached the upstream");
+  EXPECT_EQ(t.servers.lastHeaders(false).find(t.v2), std::string::npos);
+  EXPECT_EQ(t.leaks(), "");
+}
+
 }  // namespace
 }  // namespace corral::testing
