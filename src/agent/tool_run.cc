@@ -56,6 +56,11 @@ Result<void> checkWorkspaceRepository(const PrivateWorkspace& ws) {
 // session and the daemon's command number.
 Result<ToolResult> runInSession(RunContext& run, TaskState& task, const ToolCall& call, const policy::CommandDecision& d,
                                 json targs, policy::Millis timeout) {
+  // A spawned task sees only what it declares; a session's workspace is whole and shared, so
+  // that narrowed view could not hold there.
+  if (task.id != "root")
+    return refuse(run, task, call, "session.subtask",
+                  "a spawned task's commands do not run in a session: its narrowed view of the workspace cannot hold there", targs);
   auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout, true);
   if (!spec.ok()) return refuse(run, task, call, "sandbox", spec.error().message(), targs);
   SessionCommand cmd{spec->argv, spec->env, timeout, task.manifest->budgets.max_output_bytes};

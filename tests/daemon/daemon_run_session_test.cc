@@ -102,6 +102,26 @@ TEST(DaemonRunSessionWithinManifest, ADeniedCallIsStillDeniedAndNeverReachesTheS
   EXPECT_EQ(listed[0]["id"], calls[1]["session_command"]);
 }
 
+TEST(DaemonRunSessionWithinManifest, ASpawnedTasksCommandIsRefusedAndNeverReachesTheSession) {
+  SessionRun t;
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  const std::string id = t.d.createSession();
+  ASSERT_FALSE(id.empty());
+  t.f.reply({call("spawn", {{"task", "sub"}})});
+  t.f.reply({sh("echo root")});  // control: the root task's command runs there
+  t.f.reply({call("finish", {{"summary", "root"}})});
+  t.f.reply({sh("echo child")});
+  t.f.reply({call("finish", {{"summary", "child"}})});
+  RunResult r = t.run(id);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  bool refused = false;
+  for (const json& c : t.f.toolCalls())
+    if (c.value("task", "") != "root" && c.value("tool", "") == "run") refused = c.value("rule", "") == "session.subtask";
+  EXPECT_TRUE(refused) << "a subtask's command ran in the session";
+  json listed = t.commands(id);
+  EXPECT_EQ(listed.size(), 1u) << listed.dump();
+}
+
 // ---- refusals: exit 125, one line naming why, nothing runs ----
 
 void expectRefused(SessionRun& t, const std::string& id, const std::string& needle) {
