@@ -99,7 +99,12 @@ Result<void> checkEgress(ApiClient& api, const std::string& id, const Json& s, c
     auto lease = net::leaseFromFields(mine->name, mine->env, mine->url, mine->header, mine->format);
     if (!lease.ok()) return lease.error();
     ASSIGN_OR_RETURN(daemon::ApiResult rec, api.request("GET", "/v1/credentials/" + name));
-    if (rec.status != 200) return refused("session " + id + ": credential '" + name + "': " + daemon::apiErrorMessage(rec));
+    if (rec.status != 200) {
+      std::string what = "session " + id;
+      what += ": credential '" + name + "': ";
+      what += daemon::apiErrorMessage(rec);
+      return refused(what);
+    }
     const std::string host = rec.body.value("host", "");
     if (host != lease->grant.text())
       return broader("credential '" + name + "' is injected toward " + policy::printable(host) + ", the manifest's url is " +

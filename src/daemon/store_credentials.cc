@@ -105,6 +105,7 @@ Result<std::vector<Store::Leaseholder>> Store::leaseholders(int64_t owner, const
                                         " ORDER BY l.session_id",
                                         {owner, name}));
   std::vector<Leaseholder> out;
+  out.reserve(rows.size());
   for (const SqlRow& r : rows) out.push_back({asText(r[0]), asInt(r[1]).value_or(0)});
   return out;
 }
