@@ -20,6 +20,8 @@ namespace corral::daemon {
 
 namespace {
 
+constexpr int kCreatingWaitRounds = 2600;  // 50 ms each: the shim's own ready timeout (120 s) and some
+
 // Ends a session's leases by killing its shim (the proxy and the values live there alone): by
 // pidfd, and only when the process is still the recorded shim (pid and start time). True when
 // no recorded shim holds the value any more.
@@ -45,10 +47,25 @@ Credentials::Reach Credentials::pushValue(int64_t owner, const std::string& name
     if (h.version >= version) continue;
     auto row = store_.session(h.session_id);
     if (!row || !*row) continue;
-    Json req = {{"op", "rotate_lease"}, {"name", name}, {"value", std::string(value)}};
-    auto pushed = sessions.callSessionShim(**row, req);
-    std::string& copy = req["value"].get_ref<std::string&>();
-    std::fill(copy.begin(), copy.end(), '\0');
+    auto push = [&](const SessionRow& s) {
+      Json req = {{"op", "rotate_lease"}, {"name", name}, {"value", std::string(value)}};
+      auto answer = sessions.callSessionShim(s, req);
+      std::string& copy = req["value"].get_ref<std::string&>();
+      std::fill(copy.begin(), copy.end(), '\0');
+      return answer;
+    };
+    auto pushed = push(**row);
+    if (!pushed && (*row)->state == "creating") {
+      // Made while this rotation runs: its shim may not be up yet. Wait for the create to end
+      // (running, or the session removed), then give it the value.
+      for (int i = 0; i < kCreatingWaitRounds; ++i) {
+        row = store_.session(h.session_id);
+        if (!row || !*row || (*row)->state != "creating") break;
+        ::usleep(50'000);
+      }
+      if (!row || !*row || ((*row)->state != "running" && (*row)->state != "paused")) continue;  // it holds nothing now
+      pushed = push(**row);
+    }
     if (pushed) {
       (void)store_.setSessionCredentialVersion(h.session_id, owner, name, version);
       ++reach.reached;
