@@ -16,6 +16,7 @@
 #include "agent/mailbox.h"
 #include "agent/private_workspace.h"
 #include "agent/run_egress.h"
+#include "agent/session_commands.h"
 #include "base/sha256.h"
 #include "audit/trace.h"
 #include "policy/budget.h"
@@ -60,6 +61,7 @@ struct RunContext {
   TraceContent trace_content = TraceContent::kHashes;
   ContentStore* content = nullptr;  // set with --trace-content full
   RunEgress* egress = nullptr;      // set when the manifest grants network or credentials
+  CommandSession* session = nullptr;  // --session: commands run there (the session's own egress)
   // Set when an applied `run` cannot be sandboxed on this host: the missing facility.
   std::optional<std::string> sandbox_unavailable;
   std::function<policy::Millis()> now;  // monotonic milliseconds

@@ -161,8 +161,18 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   ASSIGN_OR_RETURN(ProviderConfig pconfig, providerConfig(lm));
   ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, makeProvider(std::move(pconfig)));
   const std::string run_id = randomRunId();
+  // Before anything is written or a model called: a session broader than the manifest (or not
+  // the caller's, or not running) refuses the run. Its commands use the session's own proxy and
+  // leases, so the run starts none of its own.
+  std::unique_ptr<CommandSession> session;
+  if (request.open_session) {
+    ASSIGN_OR_RETURN(session, request.open_session(manifest));
+  }
   // Before anything is written: a credential whose secret is missing refuses the run.
-  ASSIGN_OR_RETURN(std::unique_ptr<RunEgress> egress, RunEgress::start(manifest, run_id));
+  std::unique_ptr<RunEgress> egress;
+  if (!session) {
+    ASSIGN_OR_RETURN(egress, RunEgress::start(manifest, run_id));
+  }
 
   const LastEntry previous = lastRunState(workspace);
   ASSIGN_OR_RETURN(UniqueFd record_dir, audit::openRecordDir(workspace, true));
@@ -198,6 +208,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   run.trace_content = request.trace_content;
   run.now = monotonicNow;
   run.egress = egress.get();
+  run.session = session.get();
 
   if (!previous.type.empty() && previous.type != "run_end")
     RETURN_IF_ERROR(run.record("previous_run_interrupted",
@@ -212,6 +223,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
                                            {"prior_lines", prior_lines},
                                            {"prior", prior},
                                            {"corral_version", "0.1.0"}}));
+  if (session) RETURN_IF_ERROR(run.record("session", {{"session", session->id()}}));
 
   std::string status = "error";
   std::string reason;
@@ -269,7 +281,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
     }
     mailbox.emplace(std::move(*mb));
     run.mailbox = &*mailbox;
-    if (request.apply && !manifest.executables.empty()) {
+    if (request.apply && !manifest.executables.empty() && !session) {
       run.sandbox_unavailable = sandboxGap();
       if (run.sandbox_unavailable)
         RETURN_IF_ERROR(run.record("sandbox_unavailable", {{"facility", tools::traceable(*run.sandbox_unavailable, 512)}}));

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/run_state.h"
+#include "agent/session_commands.h"
 #include "base/result.h"
 
 namespace corral::agent {
@@ -19,6 +20,8 @@ struct RunRequest {
   bool apply = false;
   std::string signing_key_file;          // empty: $CORRAL_AUDIT_PRIVATE_KEY, else unsigned
   TraceContent trace_content = TraceContent::kHashes;
+  // --session ID: commands run in that daemon session (agent/session_commands.h).
+  SessionOpener open_session;
 };
 
 // Exit statuses of `corral run`.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// run: the command gate (and git gate) decide; the command runs in a fresh sandbox.
+// run: the command gate (and git gate) decide; the command runs in a fresh sandbox, or with
+// --session in that daemon session.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -50,6 +51,57 @@ Result<void> checkWorkspaceRepository(const PrivateWorkspace& ws) {
   return {};
 }
 
+// --session: the gated command runs in the daemon session (its workspace, shared between the
+// run's commands and kept by the session); traced as a fresh-sandbox command is, plus the
+// session and the daemon's command number.
+Result<ToolResult> runInSession(RunContext& run, TaskState& task, const ToolCall& call, const policy::CommandDecision& d,
+                                json targs, policy::Millis timeout) {
+  // A spawned task sees only what it declares; a session's workspace is whole and shared, so
+  // that narrowed view could not hold there.
+  if (task.id != "root")
+    return refuse(run, task, call, "session.subtask",
+                  "a spawned task's commands do not run in a session: its narrowed view of the workspace cannot hold there", targs);
+  auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout, true);
+  if (!spec.ok()) return refuse(run, task, call, "sandbox", spec.error().message(), targs);
+  SessionCommand cmd{spec->argv, spec->env, timeout, task.manifest->budgets.max_output_bytes};
+  auto ran = run.session->run(cmd);
+  ++run.counters.commands;
+  json entry = traceBase(task, call, "allow");
+  entry["rule"] = d.rule;
+  entry["args"] = std::move(targs);
+  entry["timeout_ms"] = timeout.count();
+  entry["session"] = run.session->id();
+  if (!ran.ok()) {
+    entry["error"] = traceable(ran.error().message(), 512);
+    RETURN_IF_ERROR(run.record("tool_call", entry));
+    return ToolResult{modelText({{"ok", false}, {"error", "session: " + ran.error().message()}}), false};
+  }
+  const CommandOutcome& o = ran->outcome;
+  entry["session_command"] = ran->command_id;
+  entry["exit_code"] = o.exit_code;
+  if (o.status) entry["status"] = *o.status;
+  if (o.signal) entry["signal"] = *o.signal;
+  entry["killed_by"] = o.killed_by;
+  entry["wall_ms"] = static_cast<int64_t>(o.wall_ms);
+  entry.update(streamJson(o.output.out, "stdout"));
+  entry.update(streamJson(o.output.err, "stderr"));
+  if (run.content != nullptr) {
+    RETURN_IF_ERROR(run.keep(o.output.out.kept));
+    RETURN_IF_ERROR(run.keep(o.output.err.kept));
+    entry["stdout_kept_sha256"] = audit::sha256Hex(o.output.out.kept);
+    entry["stderr_kept_sha256"] = audit::sha256Hex(o.output.err.kept);
+  }
+  RETURN_IF_ERROR(run.record("tool_call", entry));
+  json result = {{"ok", true},
+                 {"exit_code", o.exit_code},
+                 {"killed_by", o.killed_by},
+                 {"stdout", o.output.out.kept},
+                 {"stderr", o.output.err.kept}};
+  if (o.output.out.truncated()) result["stdout_truncated_from_bytes"] = o.output.out.total;
+  if (o.output.err.truncated()) result["stderr_truncated_from_bytes"] = o.output.err.total;
+  return ToolResult{modelText(result), false};
+}
+
 }  // namespace
 
 Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, const json& args) {
@@ -72,6 +124,11 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
   json targs = {{"argv", traceArgv(d.argv)}};
 
   // A repository's own config can name programs git would run: refuse git there.
+  // In a session, anything still running there (or another client of it) can rewrite .git/config
+  // between a check and git: the check could not hold, so git is refused there.
+  if (d.argv.at(0) == "git" && run.session != nullptr)
+    return refuse(run, task, call, "git.session",
+                  "git is not run in a session: its shared workspace's .git/config cannot be checked before git reads it", targs);
   if (d.argv.at(0) == "git") {
     if (auto c = checkWorkspaceRepository(*run.workspace); !c.ok())
       return refuse(run, task, call, "git.config", c.error().message(), targs);
@@ -92,6 +149,7 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
   const policy::Millis timeout = task.budget->commandTimeout(run.now());
   if (timeout.count() <= 0) return refuse(run, task, call, "budget.wall_time", "no wall time left for a command", targs);
 
+  if (run.session != nullptr) return runInSession(run, task, call, d, std::move(targs), timeout);
   // The root task's commands share one workspace, kept from each command to the next; a
   // spawned task's commands see its narrowed view and give back only its declared outputs.
   const bool keep = task.id == "root";

@@ -7,19 +7,22 @@
 
 #include "agent/runner.h"
 #include "cli/option_echo.h"
+#include "cli/run_session.h"
 
 namespace corral::cli {
 namespace {
 
 constexpr char kUsage[] =
     "usage: corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]\n"
-    "                           [--trace-content hashes|full]\n"
+    "                           [--trace-content hashes|full] [--session ID]\n"
     "  Drives the manifest's model through policy-gated tools (read, write, run, mailbox, spawn,\n"
     "  finish). Without --apply, writes and commands are validated and traced but not applied.\n"
     "  WORKSPACE defaults to the manifest's folder; the audit record goes to WORKSPACE/.corral.\n"
     "  Signs result.json with --signing-key FILE or $CORRAL_AUDIT_PRIVATE_KEY (PEM text).\n"
     "  The trace holds hashes and sizes; --trace-content full also keeps every hashed content\n"
     "  (task, model text, tool arguments, files, output shown to the model) as .corral/blobs/<sha256>.\n"
+    "  --session ID runs each allowed command in that daemon session (its workspace, shared by the\n"
+    "  run's commands), refused (125) when the session grants more than the manifest's sandbox.\n"
     "  Exit: 0 finished, 1 failed (model endpoint or run error), 2 a budget ended it before\n"
     "  finish, 125 refused before the run started. Manifest format: docs/manifest.md.\n";
 
@@ -55,6 +58,10 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
     } else if (is("--signing-key")) {
       ASSIGN_OR_RETURN(out.request.signing_key_file, value("--signing-key"));
       if (out.request.signing_key_file.empty()) return Error(Errc::kInvalidArgument, "--signing-key needs a value");
+    } else if (is("--session")) {
+      ASSIGN_OR_RETURN(std::string id, value("--session"));
+      if (id.empty()) return Error(Errc::kInvalidArgument, "--session needs a value");
+      out.request.open_session = sessionOpener(id);
     } else if (is("--trace-content")) {
       ASSIGN_OR_RETURN(std::string v, value("--trace-content"));
       if (v == "hashes") out.request.trace_content = agent::TraceContent::kHashes;

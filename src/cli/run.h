@@ -5,7 +5,8 @@
 
 namespace corral::cli {
 
-// `corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]`.
+// `corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]
+//             [--trace-content hashes|full] [--session ID]`.
 int runMain(const std::vector<std::string>& args);
 
 }  // namespace corral::cli

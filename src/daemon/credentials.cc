@@ -2,16 +2,85 @@
 // Credential records: validation, the order of file and row changes, metadata out.
 #include "daemon/credentials.h"
 
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "base/log.h"
 #include "daemon/session_spec.h"
 #include "daemon/sessions.h"
+#include "daemon/shim.h"
 #include "net/lease_spec.h"
 #include "net/lease_table.h"
 #include "policy/units.h"
 
 namespace corral::daemon {
+
+namespace {
+
+constexpr int kCreatingWaitRounds = 2600;  // 50 ms each: the shim's own ready timeout (120 s) and some
+
+// Ends a session's leases by killing its shim (the proxy and the values live there alone): by
+// pidfd, and only when the process is still the recorded shim (pid and start time). True when
+// no recorded shim holds the value any more.
+bool killShim(const SessionRow& s) {
+  if (s.shim_pid <= 0) return false;
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(s.shim_pid), 0)));
+  if (!pidfd.valid()) return errno == ESRCH;
+  if (static_cast<int64_t>(processStartTime(static_cast<int>(s.shim_pid))) != s.shim_start) return true;  // another process now
+  return ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) == 0;
+}
+
+}  // namespace
+
+Credentials::Reach Credentials::pushValue(int64_t owner, const std::string& name, int64_t version, std::string_view value,
+                                          Sessions& sessions) {
+  Reach reach;
+  auto holders = store_.leaseholders(owner, name);
+  if (!holders) {
+    log::warn("credential_rotation_unlisted", "credential=" + name + " reason=" + log::value(holders.error().message()));
+    return reach;
+  }
+  for (const Store::Leaseholder& h : *holders) {
+    if (h.version >= version) continue;
+    auto row = store_.session(h.session_id);
+    if (!row || !*row) continue;
+    auto push = [&](const SessionRow& s) {
+      Json req = {{"op", "rotate_lease"}, {"name", name}, {"value", std::string(value)}};
+      auto answer = sessions.callSessionShim(s, req);
+      std::string& copy = req["value"].get_ref<std::string&>();
+      std::fill(copy.begin(), copy.end(), '\0');
+      return answer;
+    };
+    auto pushed = push(**row);
+    if (!pushed && (*row)->state == "creating") {
+      // Made while this rotation runs: its shim may not be up yet. Wait for the create to end
+      // (running, or the session removed), then give it the value.
+      for (int i = 0; i < kCreatingWaitRounds; ++i) {
+        row = store_.session(h.session_id);
+        if (!row || !*row || (*row)->state != "creating") break;
+        ::usleep(50'000);
+      }
+      if (!row || !*row || ((*row)->state != "running" && (*row)->state != "paused")) continue;  // it holds nothing now
+      pushed = push(**row);
+    }
+    if (pushed) {
+      (void)store_.setSessionCredentialVersion(h.session_id, owner, name, version);
+      ++reach.reached;
+      continue;
+    }
+    // Fail closed: a shim that did not take the new value must not go on injecting the old one.
+    const bool ended = killShim(**row);
+    ++reach.cut;
+    audit_.appendSelf("credential_lease_cut", {{"session", h.session_id}, {"credential", name}, {"version", version},
+                                               {"owner_uid", owner}, {"shim_killed", ended}});
+    log::warn("credential_lease_cut", "session=" + h.session_id + " credential=" + name + " version=" + std::to_string(version) +
+                                          " shim_killed=" + (ended ? "true" : "false") + " reason=" + log::value(pushed.error().message()));
+  }
+  return reach;
+}
 
 Json Credentials::metadata(const CredentialRow& c) const {
   Json j = {{"name", c.name},
@@ -51,7 +120,7 @@ Result<Json> Credentials::add(const Peer& peer, AddCredential cmd) {
   return metadata(*made);
 }
 
-Result<Json> Credentials::rotate(const Peer& peer, const std::string& name, const Secret& value) {
+Result<Json> Credentials::rotate(const Peer& peer, const std::string& name, const Secret& value, Sessions& sessions) {
   std::lock_guard lock(mu_);
   if (!checkCredentialName(name)) return Error(kNotFound, "no credential " + policy::printable(name));
   ASSIGN_OR_RETURN(auto existing, store_.credential(peer.uid, name));
@@ -61,11 +130,18 @@ Result<Json> Credentials::rotate(const Peer& peer, const std::string& name, cons
   RETURN_IF_ERROR(vault_.store(peer.uid, name, value.revealForInjection()));
   const std::string fp = vault_.fingerprint(value.revealForInjection());
   RETURN_IF_ERROR(store_.rotateCredential(peer.uid, name, fp));
+  ASSIGN_OR_RETURN(auto bumped, store_.credential(peer.uid, name));
+  if (!bumped) return Error(kNotFound, "credential '" + name + "' vanished");
+  // Sealed and counted first, then every live lease: a daemon killed in between finishes this
+  // at its next start (renewStaleLeases); the answer leaves only once every shim has the value.
+  const Reach reach = pushValue(peer.uid, name, bumped->version, value.revealForInjection(), sessions);
   ASSIGN_OR_RETURN(auto row, store_.credential(peer.uid, name));
   if (!row) return Error(kNotFound, "credential '" + name + "' vanished");
   audit_.append("credential_rotated", peer, {{"credential", name}, {"version", row->version}, {"fingerprint", fp},
+                                             {"sessions_reached", reach.reached}, {"sessions_cut", reach.cut},
                                              {"stale_leases", row->stale_leases}});
   log::info("credential_rotated", "credential=" + name + " version=" + std::to_string(row->version) +
+                                      " sessions_reached=" + std::to_string(reach.reached) + " sessions_cut=" + std::to_string(reach.cut) +
                                       " stale_leases=" + std::to_string(row->stale_leases) + " peer_uid=" + std::to_string(peer.uid));
   return metadata(*row);
 }
@@ -116,6 +192,24 @@ Result<std::vector<LeasedCredential>> Credentials::lease(const Peer& peer, const
       if (out[i].env == out[k].env)
         return Error(Errc::kInvalidArgument, "body.credentials: '" + out[i].name + "' and '" + out[k].name + "' both use " + out[i].env);
   return out;
+}
+
+void Credentials::renewStaleLeases(Sessions& sessions) {
+  std::lock_guard lock(mu_);
+  auto rows = store_.credentials(-1);
+  if (!rows) return;
+  for (const CredentialRow& c : *rows) {
+    if (c.stale_leases == 0) continue;
+    auto value = vault_.load(c.owner_uid, c.name);
+    if (!value) {
+      log::warn("credential_unreadable", "credential=" + c.name + " reason=" + log::value(value.error().message()));
+      continue;
+    }
+    const Reach reach = pushValue(c.owner_uid, c.name, c.version, value->revealForInjection(), sessions);
+    log::info("credential_rotation_finished", "credential=" + c.name + " version=" + std::to_string(c.version) +
+                                                  " sessions_reached=" + std::to_string(reach.reached) +
+                                                  " sessions_cut=" + std::to_string(reach.cut));
+  }
 }
 
 void Credentials::reconcile() {

@@ -20,6 +20,7 @@
 
 namespace corral::daemon {
 
+class Sessions;
 
 // What a session's shim gets for one lease: the record's fields and the opened value.
 struct LeasedCredential {
@@ -33,7 +34,10 @@ class Credentials {
   Credentials(Store& store, CredentialVault& vault, AuditLog& audit) : store_(store), vault_(vault), audit_(audit) {}
 
   Result<Json> add(const Peer& peer, AddCredential cmd);
-  Result<Json> rotate(const Peer& peer, const std::string& name, const Secret& value);
+  // The new value is sealed, then pushed to the shim of every running or paused session that
+  // leases the record before this returns: none injects the old value after. A session whose
+  // shim does not take it is cut off (its shim killed: the lease ends, the session is lost).
+  Result<Json> rotate(const Peer& peer, const std::string& name, const Secret& value, Sessions& sessions);
   Result<Json> list(const Peer& peer);
   Result<Json> show(const Peer& peer, const std::string& name);
   // Refused (409) while a running or paused session holds a lease of it.
@@ -44,9 +48,18 @@ class Credentials {
   // At start: a sealed file without a record (an add cut short, a remove cut short) is removed;
   // a record whose fingerprint is not its value's (a rotation cut short) is corrected.
   void reconcile();
+  // After sessions are reconciled: a rotation cut short by the daemon's death (the value sealed,
+  // not every shim told) is finished: each adopted session still on an older version gets the
+  // current value, or is cut off.
+  void renewStaleLeases(Sessions& sessions);
 
  private:
   Json metadata(const CredentialRow& c) const;
+  // Pushes owner's record `name` at `version` to every leaseholder on an older one; mu_ held.
+  struct Reach {
+    int64_t reached = 0, cut = 0;
+  };
+  Reach pushValue(int64_t owner, const std::string& name, int64_t version, std::string_view value, Sessions& sessions);
   Store& store_;
   CredentialVault& vault_;
   AuditLog& audit_;

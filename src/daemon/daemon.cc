@@ -117,6 +117,7 @@ int runDaemon(const DaemonOptions& opts) {
     return fail(Error(Errc::kInvalidArgument, "--warm " + std::to_string(opts.warm) + ": with the profiles' warm counts, " +
                                                   std::to_string(total) + " warm sandboxes, over the cap of " + std::to_string(kMaxWarm)));
   sessions.reconcile();
+  credentials.renewStaleLeases(sessions);  // a rotation the daemon's death cut short reaches its sessions now
   std::thread([&sessions] { sessions.runExpiry(); }).detach();  // after reconcile: expired while away go first
   std::thread([&sessions] { sessions.runWatcher(); }).detach();
   std::thread([&pool] { pool.run(); }).detach();

@@ -32,7 +32,7 @@ std::optional<ApiResponse> routeCredentials(const ApiRequest& req, ApiContext& c
     if (!body) return errorResponse(body.error());
     auto value = parseRotateCredential(*body);
     if (!value) return errorResponse(value.error());
-    return answer(ctx.credentials.rotate(req.peer, seg[2], *value));
+    return answer(ctx.credentials.rotate(req.peer, seg[2], *value, ctx.sessions));
   }
   if (req.method == "GET") {
     collect();

@@ -97,6 +97,10 @@ class Sessions {
   };
   Result<Workspace> workspace(const Peer& peer, const std::string& id);
 
+  // One request to a session's shim over the daemon's link to it (credentials.cc: a rotation's
+  // rotate_lease). A kRefused Error is the shim's answer; any other, that it did not answer.
+  Result<Json> callSessionShim(const SessionRow& s, const Json& req) { return callShim(s, req); }
+
   // At start: adopt what is alive, mark what is gone lost, finish or undo what a crash cut short.
   void reconcile();
   // --stop-sessions: every session's shim is told to stop (they stay recorded, as stopped).

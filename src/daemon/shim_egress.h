@@ -28,6 +28,9 @@ class ShimEgress {
   // proxy_end: the proxy's end of the sandbox's channel (the shim made the pair before the clone).
   static Result<std::unique_ptr<ShimEgress>> start(const std::string& session_id, const SessionSpec& spec, const Json* leases,
                                                    UniqueFd proxy_end);
+  // A credential rotation (the daemon's rotate_lease): lease `name` injects `value` from the
+  // next request on; the old value is never injected again.
+  Result<void> rotate(const std::string& name, Secret value) { return proxy_->rotateLease(name, std::move(value)); }
   // What every command's environment gets: the proxy variables and one placeholder per lease.
   std::vector<std::pair<std::string, std::string>> environment() const;
   // Per lease: {"name", "uses", "refused", "last_used_ms"} since the session began.

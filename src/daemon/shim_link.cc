@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -135,9 +136,14 @@ Result<ShimLink> ShimLink::connect(const std::string& dir, const std::string& se
 }
 
 Result<Json> ShimLink::call(const Json& req, UniqueFd* fd) {
-  const std::string text = dumpJson(req);
-  if (::send(fd_.get(), text.data(), text.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(text.size()))
+  std::string text = dumpJson(req);
+  const ssize_t sent = ::send(fd_.get(), text.data(), text.size(), MSG_NOSIGNAL);
+  const int send_errno = errno;
+  std::fill(text.begin(), text.end(), '\0');  // a rotate_lease carries a credential value
+  if (sent != static_cast<ssize_t>(text.size())) {
+    errno = send_errno;
     return sysError("session shim: send");
+  }
   pollfd p{fd_.get(), POLLIN, 0};
   int rc;
   while ((rc = ::poll(&p, 1, kCallTimeoutMs)) < 0 && errno == EINTR) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -260,6 +261,16 @@ Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop) {
     if (!cfg_.egress) return {{"ok", true}, {"leases", Json::array()}, {"egress", {{"allowed", 0}, {"refused", 0}}}};
     return {{"ok", true}, {"leases", cfg_.egress->usage()}, {"egress", cfg_.egress->decisions()}};
   }
+  if (name == "rotate_lease") {  // a credential rotation: the new value from the next request on
+    auto f = Fields::of(req, "rotate_lease", {"op", "name", "value"});
+    auto lease = f ? f->string("name", 64) : Result<std::optional<std::string>>(f.error());
+    auto value = f ? f->string("value", 8192) : Result<std::optional<std::string>>(f.error());
+    if (!lease || !value || !*lease || !*value) return {{"ok", false}, {"error", "rotate_lease: name and value required"}};
+    if (!cfg_.egress) return {{"ok", false}, {"error", "rotate_lease: this session has no egress proxy"}};
+    auto rotated = cfg_.egress->rotate(**lease, Secret(std::move(**value)));
+    if (!rotated) return {{"ok", false}, {"error", "rotate_lease: " + rotated.error().message()}};
+    return {{"ok", true}};
+  }
   if (name == "stop") {
     stop_ = true;
     return {{"ok", true}};
@@ -276,8 +287,14 @@ void Shim::onClient(Client& c) {
   }
   buf.resize(static_cast<size_t>(n));
   auto req = parseJson(buf);
+  // A rotate_lease request holds a credential value: no copy of it outlives the request here.
+  std::fill(buf.begin(), buf.end(), '\0');
   bool later = false, close_client = false;
   Json res = req ? handle(c, *req, &later, &close_client) : Json{{"ok", false}, {"error", "malformed"}};
+  if (req && req->is_object() && req->contains("value") && (*req)["value"].is_string()) {
+    std::string& v = (*req)["value"].get_ref<std::string&>();
+    std::fill(v.begin(), v.end(), '\0');
+  }
   if (!later) reply(c.fd.get(), res);
   if (close_client) dropClient(c);
 }

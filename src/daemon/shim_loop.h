@@ -21,7 +21,7 @@ struct ShimConfig {
   std::string secret;    // what a client must present first
   int ready = -1;        // where the ready line goes (then closed)
   std::vector<std::pair<std::string, std::string>> env;  // the session's, added to every command's
-  const ShimEgress* egress = nullptr;  // --net proxy: the session's proxy (its lease usage)
+  ShimEgress* egress = nullptr;  // --net proxy: the session's proxy (its lease usage, rotations)
 };
 
 // Runs until the session is stopped (a client's stop, SIGTERM) or its init is gone.

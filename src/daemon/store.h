@@ -103,6 +103,15 @@ class Store {
     int64_t seen_uses;
   };
   Result<std::vector<SessionLease>> sessionCredentials(const std::string& session_id);
+  // Rotation (store_credentials.cc): the sessions that may hold owner's record `name` in a
+  // live shim (creating, running, paused), with the version each was last given; and a
+  // rotation that reached a session's shim (its uses go on counting, unlike a renewal).
+  struct Leaseholder {
+    std::string session_id;
+    int64_t version;
+  };
+  Result<std::vector<Leaseholder>> leaseholders(int64_t owner, const std::string& name);
+  Result<void> setSessionCredentialVersion(const std::string& session_id, int64_t owner, const std::string& name, int64_t version);
   // The shim reports uses since the session began: the difference to what was seen is added
   // to the record's count, in one transaction.
   // Profiles (store_profiles.cc): each add is the name's next version; rm removes them all.

@@ -98,6 +98,23 @@ Result<void> Store::renewSessionCredential(const std::string& session_id, int64_
                   {version, session_id, owner, name});
 }
 
+Result<std::vector<Store::Leaseholder>> Store::leaseholders(int64_t owner, const std::string& name) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query("SELECT l.session_id, l.version FROM session_credentials l JOIN sessions s ON s.id = l.session_id"
+                                        " WHERE l.owner_uid=? AND l.name=? AND s.state IN ('creating', 'running', 'paused')"
+                                        " ORDER BY l.session_id",
+                                        {owner, name}));
+  std::vector<Leaseholder> out;
+  out.reserve(rows.size());
+  for (const SqlRow& r : rows) out.push_back({asText(r[0]), asInt(r[1]).value_or(0)});
+  return out;
+}
+
+Result<void> Store::setSessionCredentialVersion(const std::string& session_id, int64_t owner, const std::string& name, int64_t version) {
+  std::lock_guard lock(mu_);
+  return db_.exec("UPDATE session_credentials SET version=? WHERE session_id=? AND owner_uid=? AND name=?", {version, session_id, owner, name});
+}
+
 Result<std::vector<Store::SessionLease>> Store::sessionCredentials(const std::string& session_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(auto rows, db_.query("SELECT owner_uid, name, seen_uses FROM session_credentials WHERE session_id=? ORDER BY name",

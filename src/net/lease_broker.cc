@@ -5,10 +5,23 @@
 namespace corral::net {
 
 LeaseBroker::LeaseBroker(LeaseTable table, TlsClientContext tls) : table_(std::move(table)), tls_(std::move(tls)) {
-  // The targets are views into table_; RedactionPatterns copies what it derives from them.
-  std::vector<RedactTarget> targets = table_.redactTargets();
-  patterns_ = std::make_shared<const RedactionPatterns>(targets);
+  patterns_ = buildPatterns();
   rules_ = table_.placeholderRules();
+}
+
+std::shared_ptr<const RedactionPatterns> LeaseBroker::buildPatterns() const {
+  // The targets are views into the snapshots held here; RedactionPatterns copies what it
+  // derives from them.
+  std::vector<std::shared_ptr<const Secret>> hold;
+  std::vector<RedactTarget> targets = table_.redactTargets(&hold);
+  return std::make_shared<const RedactionPatterns>(targets);
+}
+
+Result<void> LeaseBroker::rotate(std::string_view name, Secret value) {
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(table_.rotate(name, std::move(value)));
+  patterns_ = buildPatterns();
+  return {};
 }
 
 Result<std::shared_ptr<LeaseBroker>> LeaseBroker::create(std::span<const LeaseSpec> specs, const EnvLookup& env,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,17 +38,27 @@ class LeaseBroker {
   // "ENVVAR=placeholder" for each lease: what the sandbox's environment gets.
   std::vector<std::string> sandboxEnvironment() const { return table_.sandboxEnvironment(); }
   const TlsClientContext& tls() const { return tls_; }
-  const std::shared_ptr<const RedactionPatterns>& patterns() const { return patterns_; }
+  // What responses are redacted with: every lease's value now (a connection keeps the set it
+  // began with).
+  std::shared_ptr<const RedactionPatterns> patterns() const {
+    std::lock_guard lock(mu_);
+    return patterns_;
+  }
+  // A credential rotation reaching this proxy: lease `name` injects `value` from the next
+  // request on (both modes), and responses are redacted of it.
+  Result<void> rotate(std::string_view name, Secret value);
   std::span<const PlaceholderRule> placeholderRules() const { return rules_; }
   std::vector<std::string> placeholders() const;  // in placeholderRules() order
 
  private:
   LeaseBroker(LeaseTable table, TlsClientContext tls);
+  std::shared_ptr<const RedactionPatterns> buildPatterns() const;
   // Invariant: table_ never moves after construction; rules_ point at its secrets.
   LeaseTable table_;
   TlsClientContext tls_;
+  mutable std::mutex mu_;  // patterns_, and one rotation at a time
   std::shared_ptr<const RedactionPatterns> patterns_;
-  std::vector<PlaceholderRule> rules_;
+  std::vector<PlaceholderRule> rules_;  // point at the leases' cells: a rotation needs no rebuild
 };
 
 }  // namespace corral::net

@@ -64,7 +64,8 @@ Secret Lease::injectedHeaderValue() const {
   const std::string& f = spec_.format;
   size_t at = f.find("{}");  // checkFormat guarantees exactly one
   std::string out = f.substr(0, at);
-  out.append(secret_.revealForInjection());
+  const std::shared_ptr<const Secret> now = secret_->current();
+  out.append(now->revealForInjection());
   out.append(f, at + 2);
   return Secret(std::move(out));
 }
@@ -116,11 +117,22 @@ std::vector<std::string> LeaseTable::sandboxEnvironment() const {
   return out;
 }
 
-std::vector<RedactTarget> LeaseTable::redactTargets() const {
+std::vector<RedactTarget> LeaseTable::redactTargets(std::vector<std::shared_ptr<const Secret>>* hold) const {
   std::vector<RedactTarget> out;
   // The secret leaves as pattern input for redaction, never toward the sandbox.
-  for (const Lease& l : leases_) out.push_back({l.name(), l.secret().revealForInjection()});
+  for (const Lease& l : leases_) {
+    hold->push_back(l.secret().current());
+    out.push_back({l.name(), hold->back()->revealForInjection()});
+  }
   return out;
+}
+
+Result<void> LeaseTable::rotate(std::string_view name, Secret value) {
+  const size_t i = indexOf(name);
+  if (i == leases_.size()) return Error(Errc::kInvalidArgument, "lease '" + policy::printable(name) + "' does not exist");
+  RETURN_IF_ERROR(checkSecretValue(leases_[i].spec(), value.revealForInjection()));
+  leases_[i].secret_->replace(std::move(value));
+  return {};
 }
 
 std::vector<PlaceholderRule> LeaseTable::placeholderRules() const {

@@ -17,6 +17,7 @@
 #include "net/lease_spec.h"
 #include "net/placeholder.h"
 #include "net/redactor.h"
+#include "net/secret_cell.h"
 
 namespace corral::net {
 
@@ -38,7 +39,7 @@ int64_t systemMonotonicNs();
 class Lease {
  public:
   Lease(LeaseSpec spec, Secret secret, std::string placeholder)
-      : spec_(std::move(spec)), secret_(std::move(secret)), placeholder_(std::move(placeholder)) {}
+      : spec_(std::move(spec)), secret_(std::make_shared<SecretCell>(std::move(secret))), placeholder_(std::move(placeholder)) {}
 
   const std::string& name() const { return spec_.name; }
   const LeaseSpec& spec() const { return spec_; }
@@ -47,13 +48,15 @@ class Lease {
   // "corral-lease-<name>-<32 hex>": random, never derived from the secret. It is what the
   // sandbox sees in spec().env instead of the secret.
   const std::string& placeholder() const { return placeholder_; }
-  const Secret& secret() const { return secret_; }
-  // The header value sent upstream: the format with "{}" replaced by the secret.
+  // The value now: LeaseTable::rotate replaces it while the proxy serves.
+  const SecretCell& secret() const { return *secret_; }
+  // The header value sent upstream: the format with "{}" replaced by the current secret.
   Secret injectedHeaderValue() const;
 
  private:
   LeaseSpec spec_;
-  Secret secret_;
+  friend class LeaseTable;  // rotate() replaces the cell's value
+  std::shared_ptr<SecretCell> secret_;  // shared: the table moves, the cell (and its mutex) does not
   std::string placeholder_;
 };
 
@@ -80,8 +83,12 @@ class LeaseTable {
   // "ENVVAR=placeholder" for each lease: what the sandbox environment gets.
   std::vector<std::string> sandboxEnvironment() const;
   // Every lease's secret as redaction input, labelled with the lease name. The values are
-  // views into this table: build RedactionPatterns (which copies them) while it lives.
-  std::vector<RedactTarget> redactTargets() const;
+  // views into the snapshots left in *hold: build RedactionPatterns (which copies them) while
+  // they live.
+  std::vector<RedactTarget> redactTargets(std::vector<std::shared_ptr<const Secret>>* hold) const;
+  // A rotation: lease `name` injects `value` from the next request on (checked as load
+  // checks a value; the message never holds it).
+  Result<void> rotate(std::string_view name, Secret value);
   // Every lease as a placeholder-mode rule.
   std::vector<PlaceholderRule> placeholderRules() const;
 

@@ -37,7 +37,7 @@ TEST(LeaseTable, LoadsSecretAndRandomPlaceholder) {
   ASSERT_TRUE(t.ok()) << t.error().message();
   const Lease* l = t->find("gh");
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->secret().revealForInjection(), kSentinel);
+  EXPECT_EQ(l->secret().current()->revealForInjection(), kSentinel);
   EXPECT_EQ(l->injectedHeaderValue().revealForInjection(), "Bearer " + std::string(kSentinel));
   ASSERT_EQ(l->placeholder().size(), std::string("corral-lease-gh-").size() + 32);
   EXPECT_EQ(l->placeholder().rfind("corral-lease-gh-", 0), 0u);
@@ -160,11 +160,36 @@ TEST(LeaseTable, RulesAndTargetsCarryEachLease) {
   ASSERT_EQ(rules.size(), 2u);
   EXPECT_EQ(rules[1].lease, "b");
   EXPECT_EQ(rules[1].grant.text(), "http://b.example:8080");
-  EXPECT_EQ(rules[1].secret->revealForInjection(), "secret-bbbbbbbb");
-  auto targets = t->redactTargets();
+  EXPECT_EQ(rules[1].secret->current()->revealForInjection(), "secret-bbbbbbbb");
+  std::vector<std::shared_ptr<const Secret>> hold;
+  auto targets = t->redactTargets(&hold);
   ASSERT_EQ(targets.size(), 2u);
   EXPECT_EQ(targets[0].label, "a");
   EXPECT_EQ(targets[0].value, "secret-aaaaaaaa");
+}
+
+// A rotation: the next injection, placeholder swap and redaction target carry the new value;
+// a bad value is refused and the old one kept.
+TEST(LeaseTable, RotateReplacesTheValueForEveryLaterUse) {
+  std::vector<LeaseSpec> specs;
+  auto spec = parseCredentialFlag("gh=GH_TOKEN@https://api.github.com");
+  ASSERT_TRUE(spec.ok());
+  specs.push_back(*spec);
+  auto t = LeaseTable::load(specs, envOf({{"GH_TOKEN", "old-value-0001"}}));
+  ASSERT_TRUE(t.ok());
+  const auto rules = t->placeholderRules();
+  const Lease* l = t->find("gh");
+  EXPECT_EQ(l->injectedHeaderValue().revealForInjection(), "Bearer old-value-0001");  // control
+  const std::shared_ptr<const Secret> in_flight = l->secret().current();
+  ASSERT_TRUE(t->rotate("gh", Secret("new-value-0002")).ok());
+  EXPECT_EQ(l->injectedHeaderValue().revealForInjection(), "Bearer new-value-0002");
+  EXPECT_EQ(rules[0].secret->current()->revealForInjection(), "new-value-0002");
+  std::vector<std::shared_ptr<const Secret>> hold;
+  EXPECT_EQ(t->redactTargets(&hold)[0].value, "new-value-0002");
+  EXPECT_EQ(in_flight->revealForInjection(), "old-value-0001") << "a request already holding the old value keeps it whole";
+  EXPECT_FALSE(t->rotate("gh", Secret("short")).ok());
+  EXPECT_FALSE(t->rotate("nope", Secret("new-value-0003")).ok());
+  EXPECT_EQ(l->injectedHeaderValue().revealForInjection(), "Bearer new-value-0002");
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ PlaceholderResult substitutePlaceholders(std::span<const PlaceholderRule> rules,
         // one lease's value, so the first match decides it.
         if (std::none_of(result.substituted.begin(), result.substituted.end(),
                          [h](const SubstitutedHeader& s) { return s.index == h; })) {
-          result.substituted.push_back({h, Secret(formatted(rule.format, rule.secret->revealForInjection()))});
+          result.substituted.push_back({h, Secret(formatted(rule.format, rule.secret->current()->revealForInjection()))});
           used[r] = true;
         }
         continue;

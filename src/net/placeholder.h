@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/secret.h"
+#include "net/secret_cell.h"
 #include "policy/egress_grant.h"
 #include "policy/egress_host.h"
 
@@ -21,7 +22,7 @@ struct PlaceholderRule {
   std::string lease;               // lease name, for reports
   std::string placeholder;         // what the sandbox holds
   policy::egress::Grant grant;     // the only destination it is swapped toward
-  const Secret* secret = nullptr;  // what replaces it there; must outlive the rule
+  const SecretCell* secret = nullptr;  // what replaces it there (its value now); must outlive the rule
   // The one header, and the one value shape, the swap happens in (the lease's header and
   // format). Anywhere else the sandbox could choose a header the upstream stores and shows
   // back later (a note, a User-Agent in a session list), and read the secret from it.

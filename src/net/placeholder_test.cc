@@ -19,12 +19,12 @@ RequestDestination dest(std::string_view url_authority, egress::Scheme scheme, u
 
 class PlaceholderTest : public ::testing::Test {
  protected:
-  PlaceholderTest() : secret_(kSentinel) {
+  PlaceholderTest() : secret_(Secret(kSentinel)) {
     auto g = egress::parseGrant("http://api.example:8080");
     EXPECT_TRUE(g.ok());
     rules_.push_back({"gh", kPh, *g, &secret_});
   }
-  Secret secret_;
+  SecretCell secret_;
   std::vector<PlaceholderRule> rules_;
   RequestDestination own_ = dest("API.example", egress::Scheme::kHttp, 8080);
 };

@@ -147,4 +147,9 @@ nlohmann::ordered_json leaseEventJson(const LeaseEvent& e) {
           {"suspects", suspects}};
 }
 
+Result<void> SandboxEgress::rotateLease(std::string_view name, Secret value) {
+  if (!policy_->leases) return Error(Errc::kInvalidArgument, "no credential leases here");
+  return policy_->leases->rotate(name, std::move(value));
+}
+
 }  // namespace corral::net

@@ -69,6 +69,9 @@ class SandboxEgress {
   // nothing is exempt (there is nowhere else to go: the sandbox has loopback only). The names
   // are policy::egress::kProxyEnvironmentNames. Then one ENVVAR=placeholder per lease.
   std::vector<std::string> sandboxEnvironment() const;
+  // A credential rotation: lease `name` injects `value` from the next request on
+  // (LeaseBroker::rotate). An Error when there is no such lease or the value is refused.
+  Result<void> rotateLease(std::string_view name, Secret value);
 
  private:
   SandboxEgress(EgressConfig config, std::unique_ptr<ProxyServer> server, std::shared_ptr<const ClientPolicy> policy,

@@ -261,17 +261,17 @@ TEST(DaemonCredentialsLeasedThroughProxy, UsesAreCountedRotationReachesNewSessio
   EXPECT_EQ(c["active_leases"], 1) << c.dump();
   EXPECT_EQ(c["version"], 1);
   EXPECT_TRUE(c["rotated_at"].is_null());
-  // Rotated: the record's version and fingerprint change; the running session keeps the value
-  // it leased (the upstream still accepts it) and is counted stale; a new session gets the new
-  // value (which this upstream does not accept: the rotation reached it).
+  // Rotated: the record's version and fingerprint change; the running session is given the new
+  // value before rotate returns (daemon.credential-rotation-reaches-sessions: this upstream
+  // accepts only the old one), so nothing is stale; a new session gets the new value too.
   RunResult rot = t.cli({"credential", "rotate", "api", "--from-env", "API_SECRET", "--json"}, freshSecret());
   ASSERT_EQ(rot.exit_code, 0) << rot.describe();
   nlohmann::json r = nlohmann::json::parse(rot.out);
   EXPECT_EQ(r["version"], 2);
   EXPECT_NE(r["fingerprint"], c["fingerprint"]);
-  EXPECT_EQ(r["stale_leases"], 1) << r.dump();
+  EXPECT_EQ(r["stale_leases"], 0) << r.dump();
   EXPECT_TRUE(r["rotated_at"].is_number_integer());
-  EXPECT_NE(t.inside(old_session, check).out.find("auth=ok"), std::string::npos);
+  EXPECT_NE(t.inside(old_session, check).out.find("auth=bad"), std::string::npos);
   const std::string new_session = t.session({"--credential", "api"});
   ASSERT_FALSE(new_session.empty());
   EXPECT_NE(t.inside(new_session, check).out.find("auth=bad"), std::string::npos)

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+// claims/daemon.toml: daemon.credential-rotation-reaches-sessions. A running session's proxy
+// injects v1 (the upstream, egress_servers.py on the host, records the header it got); after
+// `credential rotate` returns, its next request carries v2 and never v1 again, also when the
+// daemon is killed with SIGKILL and restarted between the rotation and the request. Neither
+// value is ever seen by the sandbox (environment, files, the command's output, redacted by the
+// proxy under the new value too), the daemon's stderr, the event stream or any state file.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "daemon_fixture.h"
+#include "egress_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+using Args = std::vector<std::string>;
+
+std::string freshSecret(const char* tag) {
+  std::random_device rd;
+  std::string s = std::string("corral-sentinel-") + tag + "-";
+  for (int i = 0; i < 20; ++i) s += "0123456789abcdef"[rd() % 16];
+  return s;
+}
+
+// Every regular file under the state directory that holds text (a workspace image is read
+// through its mount instead).
+std::string stateFilesHolding(const std::string& state_dir, const std::string& text) {
+  std::string hits;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(state_dir, std::filesystem::directory_options::skip_permission_denied, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_regular_file(ec) || it->path().extension() == ".img") continue;
+    if (readHostFile(it->path().string()).find(text) != std::string::npos) hits += it->path().string() + " ";
+  }
+  return hits;
+}
+
+// What the sandbox can look at, then one request through the lease (broker mode).
+const char kLookAndAsk[] =
+    "env; tr '\\0' '\\n' < /proc/self/environ; tr '\\0' '\\n' < /proc/1/environ 2>/dev/null;"
+    "grep -rs corral-sentinel /workspace /tmp /etc 2>/dev/null;"
+    "curl -sS --max-time 20 http://127.0.0.1:3128/lease/api/lease-check; true";
+
+struct Rotation {
+  std::string v1 = freshSecret("rot1"), v2 = freshSecret("rot2");
+  EgressServers servers{{"CORRAL_TEST_LEASE_SECRET=" + v1}};  // answers auth=ok for v1 only
+  Daemon d;
+  TempDir events_dir{"rotevents"};
+  std::optional<Process> events;
+  std::string seen;  // everything the sandbox and the clients were shown
+
+  void subscribe() {
+    events.emplace(Process::start({"/usr/bin/python3", CORRAL_SOURCE_DIR "/tests/daemon/sse_client.py", d.socket(), events_dir / "ev", "read"},
+                                  {.deadline = std::chrono::milliseconds(300'000)}));
+    ASSERT_TRUE(eventually([&] { return readHostFile(events_dir / "ev").find("200 OK") != std::string::npos; }));
+  }
+  ~Rotation() {
+    if (events) events->signal(SIGKILL);
+  }
+  RunResult cli(const Args& args, const std::string& value = "") {
+    RunOptions o;
+    if (!value.empty()) o.env_extra = {"API_SECRET=" + value};
+    RunResult r = d.cli(args, o);
+    seen += r.out + r.err;
+    return r;
+  }
+  std::string session() {
+    Args a = {"session", "create", "--net", "proxy", "--credential", "api"};
+    for (const std::string& o : Daemon::hostSessionOptions()) a.push_back(o);
+    RunResult r = cli(a);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    std::string id = r.out;
+    while (!id.empty() && id.back() == '\n') id.pop_back();
+    return id;
+  }
+  // One request from inside; the header the upstream recorded for it.
+  std::string ask(const std::string& id) {
+    RunResult r = sessionExec(d, id, {"sh", "-c", kLookAndAsk});
+    seen += r.out + r.err;
+    EXPECT_NE(r.out.find("auth="), std::string::npos) << "the request never reached the upstream: " << r.describe();
+    return servers.lastHeaders(false);
+  }
+  // Where either value was found outside the upstream.
+  std::string leaks() {
+    std::string where;
+    for (const std::string* v : {&v1, &v2}) {
+      if (seen.find(*v) != std::string::npos) where += "sandbox-or-client ";
+      if (d.stderrText().find(*v) != std::string::npos) where += "daemon-stderr ";
+      if (readHostFile(events_dir / "ev").find(*v) != std::string::npos) where += "events ";
+      where += stateFilesHolding(d.stateDir(), *v);
+    }
+    return where;
+  }
+};
+
+// ---- daemon.credential-rotation-reaches-sessions ----
+
+TEST(DaemonCredentialRotationReachesSessions, ARunningSessionInjectsTheNewValueFromTheNextRequestOn) {
+  Rotation t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  t.subscribe();
+  ASSERT_EQ(t.cli({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"}, t.v1).exit_code, 0);
+  const std::string id = t.session();
+  ASSERT_FALSE(id.empty());
+  // Control: before the rotation the session injects v1 (the check can see a value).
+  const std::string before = t.ask(id);
+  ASSERT_NE(before.find("Bearer " + t.v1), std::string::npos) << before;
+  RunResult rot = t.cli({"credential", "rotate", "api", "--from-env", "API_SECRET", "--json"}, t.v2);
+  ASSERT_EQ(rot.exit_code, 0) << rot.describe();
+  const auto meta = nlohmann::json::parse(rot.out, nullptr, false);
+  EXPECT_EQ(meta["version"], 2);
+  EXPECT_EQ(meta["stale_leases"], 0) << "the running session was reached: " << meta.dump();
+  EXPECT_EQ(meta["active_leases"], 1);
+  for (int i = 0; i < 3; ++i) {
+    const std::string after = t.ask(id);
+    EXPECT_NE(after.find("Bearer " + t.v2), std::string::npos)
+        << claim("daemon.credential-rotation-reaches-sessions", "request " + std::to_string(i) + " after rotate: " + after);
+    EXPECT_EQ(after.find(t.v1), std::string::npos)
+        << claim("daemon.credential-rotation-reaches-sessions", "the old value was injected after rotate returned");
+  }
+  EXPECT_EQ(t.leaks(), "") << claim("daemon.credential-rotation-reaches-sessions", "a value was seen where it must not be");
+  EXPECT_NE(t.d.stderrText().find("event=credential_rotated"), std::string::npos);
+  EXPECT_NE(t.d.stderrText().find("sessions_reached=1"), std::string::npos) << t.d.stderrText();
+}
+
+TEST(DaemonCredentialRotationReachesSessions, TheNewValueHoldsAcrossADaemonKillAndRestart) {
+  Rotation t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.cli({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"}, t.v1).exit_code, 0);
+  const std::string id = t.session();
+  ASSERT_FALSE(id.empty());
+  ASSERT_NE(t.ask(id).find("Bearer " + t.v1), std::string::npos);  // control
+  ASSERT_EQ(t.cli({"credential", "rotate", "api", "--from-env", "API_SECRET"}, t.v2).exit_code, 0);
+  t.d.kill9();
+  // While no daemon runs, the session's shim serves on: already with v2.
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.d.curl("GET", "/v1/sessions/" + id).json()["state"], "running");
+  t.subscribe();
+  for (int i = 0; i < 2; ++i) {
+    const std::string after = t.ask(id);
+    EXPECT_NE(after.find("Bearer " + t.v2), std::string::npos)
+        << claim("daemon.credential-rotation-reaches-sessions", "after a restart: " + after);
+    EXPECT_EQ(after.find(t.v1), std::string::npos)
+        << claim("daemon.credential-rotation-reaches-sessions", "the adopted session injected the old value");
+  }
+  EXPECT_EQ(t.cli({"credential", "show", "api", "--json"}).out.find("\"stale_leases\":1"), std::string::npos);
+  EXPECT_EQ(t.leaks(), "") << claim("daemon.credential-rotation-reaches-sessions", "a value was seen where it must not be");
+}
+
+TEST(DaemonCredentialRotationReachesSessions, APausedSessionIsReachedTooAndRmStaysRefusedWhileLeased) {
+  Rotation t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.cli({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"}, t.v1).exit_code, 0);
+  const std::string id = t.session();
+  ASSERT_FALSE(id.empty());
+  RunResult pause = t.cli({"session", "pause", id});
+  if (pause.exit_code != 0) GTEST_SKIP() << "no freezer here: " << pause.err;
+  ASSERT_EQ(t.cli({"credential", "rotate", "api", "--from-env", "API_SECRET"}, t.v2).exit_code, 0);
+  EXPECT_EQ(t.cli({"credential", "rm", "api"}).exit_code, 125) << "rm stays refused while a paused session leases it";
+  ASSERT_EQ(t.cli({"session", "resume", id}).exit_code, 0);
+  const std::string after = t.ask(id);
+  EXPECT_NE(after.find("Bearer " + t.v2), std::string::npos) << claim("daemon.credential-rotation-reaches-sessions", "paused: " + after);
+  EXPECT_EQ(t.leaks(), "");
+}
+
+// Fail closed: a shim that cannot take the new value (here: stopped, so it never answers) must
+// not go on injecting the old one. The rotation waits out its control link, kills that shim,
+// and the session's lease is gone: no request with v1 reaches the upstream afterwards.
+TEST(DaemonCredentialRotationReachesSessions, AShimThatDoesNotTakeTheNewValueIsCutOff) {
+  Rotation t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.cli({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"}, t.v1).exit_code, 0);
+  const std::string id = t.session();
+  ASSERT_FALSE(id.empty());
+  ASSERT_NE(t.ask(id).find("Bearer " + t.v1), std::string::npos);  // control: the lease works
+  const std::vector<pid_t> shims = shimProcesses(t.d.stateDir());
+  ASSERT_EQ(shims.size(), 1u);
+  ASSERT_EQ(::kill(shims[0], SIGSTOP), 0);
+  RunOptions o;
+  o.env_extra = {"API_SECRET=" + t.v2};
+  o.deadline = std::chrono::milliseconds(280'000);
+  RunResult rot = t.d.cli({"credential", "rotate", "api", "--from-env", "API_SECRET"}, o);
+  EXPECT_EQ(rot.exit_code, 0) << rot.describe();
+  EXPECT_NE(t.d.stderrText().find("event=credential_lease_cut"), std::string::npos) << t.d.stderrText();
+  EXPECT_TRUE(eventually([&] { return shimProcesses(t.d.stateDir()).empty(); }))
+      << claim("daemon.credential-rotation-reaches-sessions", "the shim that missed the rotation still runs");
+  const int before = t.servers.count(false);
+  (void)sessionExec(t.d, id, {"sh", "-c", "curl -sS --max-time 5 http://127.0.0.1:3128/lease/api/lease-check"});
+  EXPECT_EQ(t.servers.count(false), before) << claim("daemon.credential-rotation-reaches-sessions", "a cut-off session reached the upstream");
+  EXPECT_EQ(t.servers.lastHeaders(false).find(t.v2), std::string::npos);
+  EXPECT_EQ(t.leaks(), "");
+}
+
+}  // namespace
+}  // namespace corral::testing
