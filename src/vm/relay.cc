@@ -55,6 +55,15 @@ void Mux::reset(uint32_t id) {
   locals_.erase(id);
 }
 
+// The peer's close reaches the socket once every byte before it is written.
+void Mux::shutWhenDrained(uint32_t id, Local& l) {
+  const Streams::State* s = streams_.find(id);
+  if (l.pending.empty() && s && s->peer_closed && !l.shut_wr) {
+    ::shutdown(l.fd.get(), SHUT_WR);
+    l.shut_wr = true;
+  }
+}
+
 void Mux::flushAcks() {
   for (auto& [id, l] : locals_)
     if (l.ack_due > 0) {
@@ -112,11 +121,7 @@ void Mux::onLocal(uint32_t id, Local& l, short revents) {
       l.ack_due += static_cast<uint32_t>(n);
     }
   }
-  const Streams::State* s = streams_.find(id);
-  if (l.pending.empty() && s && s->peer_closed && !l.shut_wr) {
-    ::shutdown(l.fd.get(), SHUT_WR);
-    l.shut_wr = true;
-  }
+  shutWhenDrained(id, l);
   const uint32_t credit = streams_.sendCredit(id);
   if ((revents & (POLLIN | POLLHUP | POLLERR)) && !l.read_eof && credit > 0 && out_.size() < kOutCap) {
     char buf[kMaxData];
@@ -161,9 +166,11 @@ Result<void> Mux::onFrame(const Frame& f, const Connect& connect) {
     case Type::kReset:
       locals_.erase(f.stream);
       return {};
-    case Type::kWindow:
     case Type::kClose:
-      return {};  // the table took the credit; the close is applied once pending is written
+      if (auto it = locals_.find(f.stream); it != locals_.end()) shutWhenDrained(f.stream, it->second);
+      return {};
+    case Type::kWindow:
+      return {};  // the table took the credit
   }
   return {};
 }

@@ -49,6 +49,7 @@ class Mux {
   void acceptOne(int channel);
   void onLocal(uint32_t id, Local& l, short revents);
   void reset(uint32_t id);
+  void shutWhenDrained(uint32_t id, Local& l);
   void queue(std::string bytes) { out_.append(bytes); }
   void flushAcks();
   bool flushOut();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // vm.net-proxy: `corral exec --backend vm --net proxy` reaches the run's egress proxy only
 // through the corral.net relay, with the namespace backend's grants, leases and audit. One
-// boot (VmSetup.NetProxyBoot) runs every check in the guest against a local upstream
+// boot (VmNetSetup.NetProxyBoot) runs every check in the guest against a local upstream
 // (relay_upstream.py); the VmNetProxy.InVm* tests judge its record. The VmNetProxy tests
 // without a VM feed the host's relay hostile frames.
 #include <fcntl.h>
@@ -73,7 +73,7 @@ bool hostConnects(const std::string& ip, int port) {
 // The one boot: a granted upstream, a second one with a lease on it (a leased upstream's
 // responses pass the proxy's redactor, so the large transfers go to the first, which the
 // proxy splices), and every check in one guest script.
-TEST(VmSetup, NetProxyBoot) {
+TEST(VmNetSetup, NetProxyBoot) {
   if (const std::string why = whyNoVm(); !why.empty()) {
     saveRecord("net_proxy", {{"skipped", why}});
     GTEST_SKIP() << why;
@@ -309,6 +309,12 @@ TEST(VmNetProxy, ControlWellFormedFramesReachTheProxy) {
   ASSERT_EQ(::write(conn.get(), "HTTP/1.1 200 OK\r\n", 17), 17);
   const std::string back = readSome(m.guest.get(), 4 + 5 + 4 + 4 + 5 + 17);  // a window, then the data
   EXPECT_NE(back.find("HTTP/1.1 200 OK"), std::string::npos);
+  // The guest's close arrives after its data was written: the proxy's end reads EOF.
+  m.send(encode(Type::kClose, 1));
+  char c;
+  pollfd p{conn.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 10000), 1) << "the guest's close never reached the proxy's end";
+  EXPECT_EQ(::read(conn.get(), &c, 1), 0);
   EXPECT_FALSE(m.ended);
 }
 
