@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -50,7 +51,7 @@ class Mux {
   void onLocal(uint32_t id, Local& l, short revents);
   void reset(uint32_t id);
   void shutWhenDrained(uint32_t id, Local& l);
-  void queue(std::string bytes) { out_.append(bytes); }
+  void queue(std::string_view bytes) { out_.append(bytes); }
   void flushAcks();
   bool flushOut();
 

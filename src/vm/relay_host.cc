@@ -78,20 +78,24 @@ void HostRelay::serve() {
   }
 }
 
+void HostRelay::halt() noexcept {
+  if (stopped_) return;
+  stopped_ = true;
+  const uint64_t one = 1;
+  (void)!::write(stop_.get(), &one, sizeof one);
+  // Invariant: only this object's own thread is joined, once, and never from itself.
+  if (thread_.joinable()) thread_.join();  // NOLINT(bugprone-exception-escape): join throws only on those misuses
+}
+
 nlohmann::ordered_json HostRelay::stop() {
-  if (!stopped_) {
-    stopped_ = true;
-    const uint64_t one = 1;
-    (void)!::write(stop_.get(), &one, sizeof one);
-    if (thread_.joinable()) thread_.join();
-  }
+  halt();
   nlohmann::ordered_json j = {{"streams", stats_.streams}, {"bytes_up", stats_.bytes_up}, {"bytes_down", stats_.bytes_down}};
   if (!error_.empty()) j["error"] = error_;
   return j;
 }
 
 HostRelay::~HostRelay() {
-  (void)stop();
+  halt();
   if (listener_.valid()) ::unlink(path_.c_str());
 }
 

@@ -36,6 +36,7 @@ class HostRelay {
  private:
   HostRelay() = default;
   void serve();
+  void halt() noexcept;  // signals the thread and joins it
   std::string path_;
   uid_t peer_uid_ = 0;
   int proxy_channel_ = -1;
