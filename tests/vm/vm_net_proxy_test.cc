@@ -356,3 +356,30 @@ TEST(VmNetProxy, MalformedGuestFramesEndTheRelayNotTheHost) {
 }
 
 }  // namespace corral::testing::vm
+
+namespace corral::testing::vm {
+
+// The stream table alone: the cap on open streams, a reset stream's late frames dropped (not
+// an error), and an id never opened refused even after others were retired.
+TEST(VmNetProxy, StreamTableCapsStreamsAndDropsOnlyRetiredOnes) {
+  using namespace corral::vm::relay;
+  Streams t(Side::kHost);
+  for (uint32_t id = 1; id <= kMaxStreams; ++id) ASSERT_TRUE(t.receive({Type::kOpen, id, ""}).ok()) << id;
+  EXPECT_FALSE(t.receive({Type::kOpen, kMaxStreams + 1, ""}).ok()) << claim("vm.net-proxy", "a 65th stream was opened");
+  Streams u(Side::kHost);
+  ASSERT_TRUE(u.receive({Type::kOpen, 1, ""}).ok());
+  ASSERT_TRUE(u.receive({Type::kReset, 1, ""}).ok());
+  auto late = u.receive({Type::kData, 1, "late"});
+  ASSERT_TRUE(late.ok()) << "control: data in flight for a reset stream must not end the relay";
+  EXPECT_EQ(*late, Streams::Verdict::kDrop);
+  EXPECT_FALSE(u.receive({Type::kOpen, 1, ""}).ok()) << claim("vm.net-proxy", "a retired id was opened again");
+  Streams w(Side::kHost);
+  ASSERT_TRUE(w.receive({Type::kOpen, 3, ""}).ok());
+  EXPECT_FALSE(w.receive({Type::kData, 4, "x"}).ok()) << claim("vm.net-proxy", "data for an id never opened was taken");
+  // The guest side never takes an open.
+  Parser g(Side::kGuest);
+  g.feed(encode(Type::kOpen, 1));
+  EXPECT_FALSE(g.next().ok()) << claim("vm.net-proxy", "the guest's parser took an open from the host");
+}
+
+}  // namespace corral::testing::vm
