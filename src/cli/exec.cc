@@ -96,21 +96,32 @@ int finish(const ExecInvocation& inv, const UniqueFd& report_fd, sandbox::RunRep
 }
 
 // --backend vm: run_vm refuses what the VM cannot honour before anything starts. A run
-// under TCG says so on stderr: it is the weaker choice the caller accepted.
-int runVmBackend(const ExecInvocation& inv, const ExecEnvironment& env, const UniqueFd& report_fd) {
+// under TCG says so on stderr: it is the weaker choice the caller accepted. --net proxy
+// starts the same egress proxy as the namespace backend; the VM relays to its channel.
+int runVmBackend(ExecInvocation& inv, const ExecEnvironment& env, const UniqueFd& report_fd) {
   sandbox::RunReport failed;
   if (inv.timing) failed.error = "--timing: not with --backend vm (the JSON report's vm.timings has the boot breakdown)";
   else if (!env.run_vm) failed.error = "--backend vm: this corral binary has no VM backend";
+  else if (inv.ssh_key) failed.error = "--ssh-key: not with --backend vm (its agent socket would be a host file shared with the guest)";
   if (!failed.error.empty()) return finish(inv, report_fd, failed);
+  std::unique_ptr<ExecEgress> egress;
+  if (inv.net_proxy) {
+    auto started = env.start_egress(inv);
+    if (!started) {
+      failed.error = "--net proxy: " + started.error().message();
+      return finish(inv, report_fd, failed);
+    }
+    egress = std::move(*started);
+  }
   auto run = env.run_vm(inv);
   if (!run) {
     failed.error = run.error().message();
-    return finish(inv, report_fd, failed);
+    return finish(inv, report_fd, failed, egress.get());
   }
   if (run->extra["vm"].value("accelerator", "") == "tcg")
     std::fprintf(stderr, "corral: level=warn event=vm accelerator=tcg reason=\"%s\"\n",
                  oneLine(run->extra["vm"].value("kvm_unusable", "")).c_str());
-  return finish(inv, report_fd, run->report, nullptr, &run->extra);
+  return finish(inv, report_fd, run->report, egress.get(), &run->extra);
 }
 
 }  // namespace

@@ -88,11 +88,12 @@ std::string encodeRequest(const sandbox::SandboxSpec& spec) {
   Json weaker = Json::array();
   for (sandbox::Limit w : l.allow_weaker) weaker.push_back(sandbox::limitName(w));
   limits["allow_weaker"] = weaker;
-  Json j = {{"argv", spec.argv}, {"env", spec.env}, {"outputs", spec.outputs}, {"limits", limits}};
+  Json j = {{"argv", spec.argv}, {"env", spec.env}, {"outputs", spec.outputs}, {"limits", limits},
+            {"net_proxy_port", spec.proxy.channel >= 0 ? Json(spec.proxy.port) : Json(nullptr)}};
   return j.dump();
 }
 
-Result<sandbox::SandboxSpec> decodeRequest(std::string_view text) {
+Result<sandbox::SandboxSpec> decodeRequest(std::string_view text, bool* net_proxy) {
   ASSIGN_OR_RETURN(Json j, parseObject(text, "request"));
   sandbox::SandboxSpec s;
   ASSIGN_OR_RETURN(s.argv, strings(j, "argv", 65536));
@@ -120,6 +121,10 @@ Result<sandbox::SandboxSpec> decodeRequest(std::string_view text) {
     if (!limit) return bad("request: unknown limit " + w);
     s.limits.allow_weaker.push_back(*limit);
   }
+  ASSIGN_OR_RETURN(auto port, optU64(j, "net_proxy_port", 65535));
+  if (port && *port == 0) return bad("request: net_proxy_port 0");
+  if (port) s.proxy.port = static_cast<uint16_t>(*port);
+  if (net_proxy) *net_proxy = port.has_value();
   return s;
 }
 

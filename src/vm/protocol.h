@@ -14,8 +14,12 @@ namespace corral::vm::protocol {
 
 // Host -> guest: what to run. Only the fields the VM backend honours (vm_options.h refuses
 // the rest before anything starts).
+// With a proxy channel (--net proxy) the request carries the port the command's proxy
+// variables name ("net_proxy_port"); the guest then listens there and relays over corral.net.
 std::string encodeRequest(const sandbox::SandboxSpec& spec);
-Result<sandbox::SandboxSpec> decodeRequest(std::string_view json);  // guest side
+// Guest side. *net_proxy: whether the host relays --net proxy (spec.proxy.port is then set;
+// the channel is the guest's to make).
+Result<sandbox::SandboxSpec> decodeRequest(std::string_view json, bool* net_proxy = nullptr);
 
 struct Hello {
   std::string kernel;                 // uname -r in the guest

@@ -37,10 +37,14 @@ std::vector<std::string> qemuArgs(const QemuPlan& p) {
       "-drive", "id=ws,file=" + p.workspace + ",format=raw,if=none",
       "-device", "virtio-blk-device,drive=ws",
       "-device", "virtio-rng-device",
-      "-device", "virtio-serial-device,max_ports=2",
+      // Port 0 is reserved for a console, which there is none of: corral.ctl is port 1, the
+      // relay's corral.net (--net proxy) port 2.
+      "-device", p.net_socket.empty() ? "virtio-serial-device,max_ports=2" : "virtio-serial-device,max_ports=3",
       "-chardev", "stdio,id=ctl,signal=off",
       "-device", "virtserialport,chardev=ctl,name=corral.ctl",
   };
+  if (!p.net_socket.empty())
+    a.insert(a.end(), {"-chardev", "socket,id=net,path=" + p.net_socket, "-device", "virtserialport,chardev=net,name=corral.net"});
   return a;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ struct QemuPlan {
   uint64_t memory_mib = 512;
   uint32_t cpus = 1;
   std::string kernel, initrd, rootfs, workspace;  // paths inside the jail
+  // --net proxy: the relay's UNIX socket inside the jail, QEMU's corral.net port connects to
+  // it (a chardev socket, no -netdev: QEMU still has no network). Empty: no second port.
+  std::string net_socket;
 };
 
 // The guest kernel's command line: as short as Debian's kernel allows. Under TCG the TSC and
@@ -22,7 +26,8 @@ struct QemuPlan {
 // and the kernel otherwise waits forever for a timer it cannot measure.
 std::string kernelCommandLine(bool kvm);
 
-// The control channel is QEMU's stdin and stdout (chardev stdio): the jail passes no other fd.
+// The control channel is QEMU's stdin and stdout (chardev stdio): the jail passes no other fd,
+// so the relay's port is a socket QEMU connects to at start.
 std::vector<std::string> qemuArgs(const QemuPlan& plan);
 
 }  // namespace corral::vm

@@ -26,6 +26,13 @@ sandbox::SandboxSpec qemuJailSpec(const JailFiles& files, const VmOptions& vm, u
   q.argv = qemuArgs(plan);
   q.env = {"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/workspace"};
   q.ro_binds = {{files.kernel, "/vm/kernel"}, {files.initrd, "/vm/initrd"}, {files.rootfs, "/vm/rootfs"}};
+  // A socket on a read-only bind still takes connect(2): the kernel's EROFS check is for
+  // regular files, directories and symlinks only.
+  if (files.net_socket) {
+    plan.net_socket = "/vm/net";
+    q.argv = qemuArgs(plan);
+    q.ro_binds.push_back({*files.net_socket, "/vm/net"});
+  }
   q.workspace = files.disk_dir;
   q.kvm_device = files.kvm_node;
   q.limits.memory_bytes = qemu_memory;

@@ -20,6 +20,7 @@ struct JailFiles {
   std::string kernel, initrd, rootfs;   // bound read-only at /vm/kernel, /vm/initrd, /vm/rootfs
   std::string disk_dir;                 // holds workspace.img, staged as QEMU's /workspace
   std::optional<std::string> kvm_node;  // under KVM: the node mounted as the jail's /dev/kvm
+  std::optional<std::string> net_socket;  // --net proxy: the relay's listening socket, bound at /vm/net
 };
 
 // The jail's spec: own user, mount, pid, network and IPC namespaces, seccomp, no

@@ -33,6 +33,7 @@
 #include "vm/output_receiver.h"
 #include "vm/protocol.h"
 #include "vm/qemu_jail.h"
+#include "vm/relay_host.h"
 
 namespace corral::vm {
 namespace {
@@ -335,6 +336,14 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   ASSIGN_OR_RETURN(RunDir dir, RunDir::create());
   Json timings = Json::object();
   ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, accel, dir, timings));
+  // --net proxy: QEMU's second port connects to the relay's socket, and the relay hands each
+  // stream the guest opens to the run's egress proxy (relay_host.h).
+  std::unique_ptr<HostRelay> net_relay;
+  if (spec.proxy.channel >= 0) {
+    const uid_t jail_uid = ::getuid() == 0 ? sandbox::userns::planIdMap(0, 0).host_uid : ::getuid();
+    ASSIGN_OR_RETURN(net_relay, HostRelay::listen(dir.path(), jail_uid, spec.proxy.channel));
+    im.jail.net_socket = net_relay->socketPath();
+  }
   const std::string kernel_source = im.kernel_source;
   vmj["kernel"] = vm.kernel ? *vm.kernel : kernel_source;
   vmj["kernel_release"] = im.release;
@@ -359,6 +368,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   const auto qemu_start = Clock::now();
   ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuJailSpec(im.jail, vm, spec.limits.workspace_bytes, jail_timeout, qemu_memory), std::move(ctl_child), std::move(err_w)));
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
+  if (net_relay) net_relay->start();
 
   sandbox::RunReport& report = run.report;
   frame::Parser parser(frame::Direction::kToHost);
@@ -469,6 +479,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   }
   // The guest has nothing left to say: stop it now rather than wait for its power-off.
   jailer.kill();
+  if (net_relay) vmj["net_relay"] = net_relay->stop();
   timings["total_ms"] = msSince(qemu_start);
   vmj["timings"] = timings;
   report.wall_ms = msSince(started);

@@ -163,7 +163,7 @@ TEST(VmAcceleratorReported, TcgRefusedWithoutAllowWeakerKvm) {
 TEST(VmUnsupportedOptionsRefused, EachRefusedBeforeAnythingRuns) {
   TempDir d("vm-refuse");
   for (const auto& opts : std::vector<std::vector<std::string>>{
-           {"--ro-bind", d.path()}, {"--net", "proxy"}, {"--timing"}, {"--memory", "2G", "--vm-memory", "512M"},
+           {"--ro-bind", d.path()}, {"--net", "proxy", "--allow", "tcp://127.0.0.1:22", "--ssh-key", d / "id_ed25519"}, {"--timing"}, {"--memory", "2G", "--vm-memory", "512M"},
            {"--vm-memory", "64M"}, {"--vm-cpus", "65"}, {"--workspace-size", "1M"}}) {
     std::vector<std::string> o = {"--backend", "vm", "--allow-weaker", "kvm"};
     o.insert(o.end(), opts.begin(), opts.end());

@@ -167,6 +167,9 @@ Json qemuMemory(const std::string& pid, uint64_t ram_kib) {
 
 }  // namespace
 
+void saveRecord(const std::string& name, const Json& j) { save(name, j); }
+Json checksOf(const std::string& out) { return splitChecks(out); }
+
 // Boot 1: the probe battery inside the guest, plus declared outputs.
 TEST(VmSetup, BatteryBoot) {
   CORRAL_VM_SETUP("battery");

@@ -19,6 +19,10 @@ nlohmann::json loadRecord(const std::string& name);
   if (var.contains("skipped")) GTEST_SKIP() << var["skipped"].get<std::string>();     \
   ASSERT_FALSE(var.contains("missing")) << var["missing"].get<std::string>()
 
+// For setup tests in other files: writes a record, and splits "@@ name" output into checks.
+void saveRecord(const std::string& name, const nlohmann::json& j);
+nlohmann::json checksOf(const std::string& out);
+
 // Why no VM can run here ("" when one can): from `corral doctor --json`.
 std::string whyNoVm();
 // The options every VM run of the suite uses: --backend vm, and --allow-weaker kvm where

@@ -9,6 +9,8 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -26,6 +28,7 @@
 #include "sandbox/linux_backend.h"
 #include "vm/frame.h"
 #include "vm/protocol.h"
+#include "vm/relay.h"
 
 namespace corral::vm::guest {
 namespace {
@@ -97,10 +100,10 @@ bool waitFor(const std::string& path) {
   return false;
 }
 
-std::string findControlPort() {
+std::string findPort(const std::string& name) {
   for (int i = 0; i < 3000; ++i) {
     for (const std::string& port : listDir("/sys/class/virtio-ports"))
-      if (readSmall("/sys/class/virtio-ports/" + port + "/name") == "corral.ctl" && ::access(("/dev/" + port).c_str(), F_OK) == 0)
+      if (readSmall("/sys/class/virtio-ports/" + port + "/name") == name && ::access(("/dev/" + port).c_str(), F_OK) == 0)
         return "/dev/" + port;
     ::usleep(2000);
   }
@@ -224,6 +227,44 @@ void sendOutputs(Channel& ch, const std::vector<sandbox::OutputResult>& results)
   }
 }
 
+// The guest end of the --net proxy relay: the corral.net port, the channel init hands the
+// command's connections to, and the relay thread between them.
+class NetRelay {
+ public:
+  NetRelay() = default;
+  NetRelay(const NetRelay&) = delete;
+  NetRelay& operator=(const NetRelay&) = delete;
+  ~NetRelay() { stop(); }
+  Result<void> start() {
+    const std::string path = findPort("corral.net");
+    if (path.empty()) return Error(Errc::kIo, "no corral.net virtio-serial port");
+    port_.reset(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (!port_.valid()) return sysError("open " + path);
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return sysError("socketpair");
+    mine_.reset(sv[0]);
+    init_end_.reset(sv[1]);
+    stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!stop_.valid()) return sysError("eventfd");
+    thread_ = std::thread([this] {
+      relay::Mux mux(relay::Side::kGuest, port_.get());
+      if (auto r = mux.run(stop_.get(), mine_.get(), {}); !r) kmsg(r.error().message());
+    });
+    return {};
+  }
+  int channel() const { return init_end_.get(); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    const uint64_t one = 1;
+    (void)!::write(stop_.get(), &one, sizeof one);
+    thread_.join();
+  }
+
+ private:
+  UniqueFd port_, mine_, init_end_, stop_;
+  std::thread thread_;
+};
+
 protocol::Hello hello() {
   protocol::Hello h;
   utsname u{};
@@ -281,7 +322,7 @@ int agent(int argc, char** argv) {
   }
   ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=16m");
   ::mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
-  const std::string port = findControlPort();
+  const std::string port = findPort("corral.ctl");
   if (port.empty()) {
     kmsg("no corral.ctl virtio-serial port");
     powerOff();
@@ -290,7 +331,8 @@ int agent(int argc, char** argv) {
   ch.send(frame::Type::kHello, protocol::encodeHello(hello()));
   auto req = ch.receive();
   if (!req || req->type != frame::Type::kRequest) powerOff();
-  auto decoded = protocol::decodeRequest(req->payload);
+  bool net_proxy = false;
+  auto decoded = protocol::decodeRequest(req->payload, &net_proxy);
   sandbox::RunReport failed;
   if (!decoded) {
     failed.error = decoded.error().message();
@@ -305,6 +347,18 @@ int agent(int argc, char** argv) {
       powerOff();
     }
     spec.workspace = "/ws";
+  }
+  // --net proxy: the command's sandbox init listens on the guest's loopback as on the host
+  // and hands each connection here; the relay carries it over corral.net to the host, which
+  // gives it to the run's egress proxy. Nothing else of the guest is reachable that way.
+  NetRelay net;
+  if (net_proxy) {
+    if (auto started = net.start(); !started) {
+      failed.error = "--net proxy: " + started.error().message();
+      ch.send(frame::Type::kExit, protocol::encodeExit(failed));
+      powerOff();
+    }
+    spec.proxy.channel = net.channel();
   }
   int in[2], out[2], err[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) powerOff();
@@ -324,6 +378,7 @@ int agent(int argc, char** argv) {
   ::close(out[1]);
   ::close(err[1]);
   relayer.join();
+  net.stop();
   if (report) sendOutputs(ch, report->outputs);
   if (!report) failed.error = report.error().message();
   ch.send(frame::Type::kExit, protocol::encodeExit(report ? *report : failed));
