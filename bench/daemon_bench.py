@@ -40,7 +40,7 @@ GOAL_RSS_PER_SESSION_MIB = 1.0
 GOAL_HOST_MEM_PER_SESSION_MIB = 4.0
 GOAL_RESTART_S = 1.0
 # Per command through the API (docs/benchmarks-daemon.md says which).
-FSYNCS_PER_COMMAND = 5
+FSYNCS_PER_COMMAND = 4
 
 
 def log(msg: str) -> None:
@@ -533,7 +533,7 @@ def render(rows, labels, idle, skipped, notes, args, podman_version: str) -> str
     L.append("")
     if "fsync" in med and "api" in med and "api_shm" in med:
         L += [f"A command's start and end cost {FSYNCS_PER_COMMAND} fsyncs on the state directory's file system "
-              "(the command's row and its `running` mark in SQLite, WAL with synchronous commits; its audit line; "
+              "(the command's row in SQLite, WAL with a synchronous commit; its audit line; "
               "the shim's status.json and the directory it is renamed in; a command with output adds one per "
               f"stream). At this run's {med['fsync']:.2f} ms per fsync (p50) that is "
               f"{FSYNCS_PER_COMMAND * med['fsync']:.2f} ms of the API row's {med['api']:.2f} ms; the same daemon "
