@@ -255,10 +255,12 @@ elif mode == "cli":
     a = attach(n)
     a.send(b"echo pid=$$\n")
     pid1 = a.until(rb"pid=(\d+)\r\n").group(1).decode()
-    a.send(b"echo before-the-drop\n")
-    a.until(rb"before-the-drop\r\n")
+    a.send(b"while [ ! -e /tmp/go-cli ]; do sleep 0.05; done; echo after-the-$((2*3))-drop\n")
+    a.until(rb"-drop\r\n")  # the line's echo
     a.close()
     wait_for(detached(n), "the terminal detached")
+    go("/tmp/go-cli")
+    wait_for(detached(n, lambda t: t["scrollback_bytes"] >= 16), "the detached shell wrote")
     import subprocess
     shown = json.loads(subprocess.run([corral, "session", "show", session, "--json"], capture_output=True, check=True).stdout)
     listed = [t for t in shown.get("terminals", []) if t["command"] == n]
@@ -282,7 +284,7 @@ elif mode == "cli":
                     break
         raise SystemExit(f"cli: never {pattern!r}: {screen!r}")
 
-    read_until(rb"before-the-drop")
+    read_until(rb"after-the-6-drop")
     replayed = True
     os.write(fd, b"echo pid=$$\n")
     pid2 = read_until(rb"\npid=(\d+)").group(1).decode()
