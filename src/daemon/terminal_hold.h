@@ -20,7 +20,7 @@ namespace corral::daemon {
 // The last kBytes a detached terminal wrote, in a ring: older bytes are dropped and counted.
 class Scrollback {
  public:
-  static constexpr size_t kBytes = 64 * 1024;  // one data frame's payload at most (terminal_frame.h)
+  static constexpr size_t kBytes = size_t{64} * 1024;  // one data frame's payload at most (terminal_frame.h)
   void append(std::string_view b);
   std::string take();  // what it holds, oldest first; empties it (dropped() is kept)
   size_t size() const { return buf_.size(); }
