@@ -176,7 +176,8 @@ ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::str
     r.alive = [&sessions, id = held->id] { return sessions.alive(id); };
     const RelayEnd end = relayTerminal(r);
     held->settled = true;
-    if (end.why == RelayEnd::kClientGone && r.master.valid()) {
+    // A client gone before the report: the terminal stays (an ended one with its scrollback).
+    if (end.why == RelayEnd::kClientGone) {
       terminalHold().detach(held->id, held->n, std::move(r.master), end.unsent);
     } else {
       terminalHold().forget(held->id, held->n);
