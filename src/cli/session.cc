@@ -44,6 +44,8 @@ constexpr char kUsage[] =
     "          sandbox instead, this one raw meanwhile; --detach: no stdin, prints the command's number)\n"
     "  attach ID [--env K=V]... [--cwd REL] [-- CMD [ARGS...]]  an interactive shell (bash, else sh) on a\n"
     "         terminal in the sandbox; its exit status is attach's\n"
+    "  attach ID --command N  re-attach to tty command N after its terminal connection closed (it goes\n"
+    "         on, detached, with the last 64 KiB of its output kept: show ID --json lists \"terminals\")\n"
     "  ls [--json]    show ID [--json]    rm ID [--keep-workspace]\n"
     "  cp ID:PATH LOCAL    cp LOCAL ID:PATH    (PATH relative to /workspace)\n"
     "  pause ID    resume ID    (the cgroup freezer: corral doctor says whether this host has one)\n"

@@ -10,7 +10,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "base/unique_fd.h"
@@ -105,19 +107,22 @@ class HandledSignals {
 
 }  // namespace
 
-int terminalExec(const std::string& id, Json body, bool json_report) {
+namespace {
+
+// Attaches to command n's terminal (its first attach, or a re-attach: api.md, Terminals) and
+// relays it until its report; the exit status as terminalExec's.
+int relayCommand(const std::string& id, int64_t n, bool json_report, bool reattach) {
   const bool interactive = ::isatty(0);
-  const auto [rows, cols] = terminalSize();
-  body["tty"] = {{"rows", rows}, {"cols", cols}};
-  auto started = apiCall("session", "POST", "/v1/sessions/" + id + "/commands", body, 201);
-  if (!started) return kExitRefused;
-  const int64_t n = (*started)["id"].get<int64_t>();
   auto client = daemon::ApiClient::connect();
   if (!client) return failLine("session", client.error().message());
   std::string in;  // bytes from the daemon not yet parsed
   auto conn = client->upgrade("/v1/sessions/" + id + "/commands/" + std::to_string(n) + "/terminal", term::kProtocol, &in);
   if (!conn) return failLine("session", conn.error().message());
   HandledSignals signals;
+  if (reattach) {  // this terminal's size may differ from the one the command last had
+    const auto [r, c] = terminalSize();
+    if (!sendAll(conn->get(), term::encode(Frame::kResize, term::resizePayload(r, c)))) return failLine("session", "the terminal connection closed");
+  }
   std::optional<Json> report;
   std::string error;
   int stop_signal = 0;
@@ -135,6 +140,11 @@ int terminalExec(const std::string& id, Json body, bool json_report) {
       }
       if (*got) {
         if (type == Frame::kData && !writeAll(1, payload)) break;
+        if (type == Frame::kScrollback) {  // a re-attach: what the command wrote meanwhile follows
+          auto j = daemon::parseJson(payload);
+          const uint64_t dropped = j && j->is_object() ? j->value("dropped_bytes", uint64_t{0}) : 0;
+          if (dropped) std::fprintf(stderr, "[corral: %llu earlier bytes of output were dropped]\r\n", static_cast<unsigned long long>(dropped));
+        }
         if (type == Frame::kExit) {
           auto j = daemon::parseJson(payload);
           report = j ? *j : Json{{"exit_code", kExitRefused}, {"error", "an unreadable report"}};
@@ -179,7 +189,8 @@ int terminalExec(const std::string& id, Json body, bool json_report) {
     }
   }  // the terminal's mode is back from here on
   if (stop_signal) {
-    std::fprintf(stderr, "corral: session: the terminal was closed by signal %d (the command was hung up)\n", stop_signal);
+    std::fprintf(stderr, "corral: session: the terminal was closed by signal %d (the command goes on, detached: corral session attach %s --command %lld)\n",
+                 stop_signal, id.c_str(), static_cast<long long>(n));
     return 128 + stop_signal;
   }
   if (!report) return failLine("session", error.empty() ? "the terminal connection ended without a status" : error);
@@ -188,10 +199,31 @@ int terminalExec(const std::string& id, Json body, bool json_report) {
   return kExitRefused;
 }
 
+}  // namespace
+
+int terminalExec(const std::string& id, Json body, bool json_report) {
+  const auto [rows, cols] = terminalSize();
+  body["tty"] = {{"rows", rows}, {"cols", cols}};
+  auto started = apiCall("session", "POST", "/v1/sessions/" + id + "/commands", body, 201);
+  if (!started) return kExitRefused;
+  return relayCommand(id, (*started)["id"].get<int64_t>(), json_report, false);
+}
+
 int attach(const std::vector<std::string>& args) {
-  auto s = scanArgs(args, {{"--env", true, true}, {"--cwd", true}, {"--json", false}}, 1);
+  auto s = scanArgs(args, {{"--env", true, true}, {"--cwd", true}, {"--command", true}, {"--json", false}}, 1);
   if (!s) return failLine("session", "attach: " + s.error().message());
-  if (s->positional.size() != 1) return failLine("session", "attach: usage: corral session attach ID [--env K=V]... [--cwd REL] [-- CMD [ARGS...]]");
+  if (s->positional.size() != 1)
+    return failLine("session", "attach: usage: corral session attach ID [--env K=V]... [--cwd REL] [-- CMD [ARGS...]] | ID --command N");
+  if (s->has("--command")) {  // re-attach to a running terminal command, started by nothing new
+    if (s->has("--env") || s->has("--cwd") || !s->rest.empty())
+      return failLine("session", "attach: --command N re-attaches to a command already running: no --env, --cwd or CMD");
+    const std::string text = s->get("--command");
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 || n < 1) return failLine("session", "attach: --command: not a command number: " + text);
+    return relayCommand(s->positional[0], n, s->has("--json"), true);
+  }
   // bash when the sandbox has it, else sh: interactive either way (its stdin is the terminal).
   std::vector<std::string> argv = s->rest;
   if (argv.empty()) argv = {"/bin/sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -i; exec sh -i"};

@@ -16,6 +16,7 @@
 #include "daemon/session_spec.h"
 #include "daemon/sessions.h"
 #include "daemon/terminal_frame.h"
+#include "daemon/terminal_hold.h"
 #include "daemon/terminal_relay.h"
 #include "policy/units.h"
 
@@ -126,23 +127,63 @@ ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string
   return {200, Json{{"id", n}, {"session", id}, {"stdin", "open"}, {"bytes", *got}}, nullptr};
 }
 
-// GET .../terminal with Upgrade: corral-terminal.v1: 101, then frames (terminal_relay.h).
+// GET .../terminal with Upgrade: corral-terminal.v1: 101, then frames (terminal_relay.h). The
+// first attach takes the master the command started with; one after the client left re-attaches
+// (terminal_hold.h) and begins with a scrollback frame. One client at a time: 409 meanwhile.
 ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::string& id, int64_t n) {
   if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET");
   if (!req.body.empty()) return errorResponse(400, "invalid_request", "GET takes no body");
   if (req.upgrade != terminal::kProtocol)
     return errorResponse(426, "upgrade_required", std::string("a terminal is an upgraded connection: Connection: Upgrade, Upgrade: ") + terminal::kProtocol);
-  auto dir = ctx.sessions.commandDir(req.peer, id, n);
+  auto dir = ctx.sessions.commandDir(req.peer, id, n);  // the caller's command, or 404
   if (!dir) return errorResponse(dir.error());
-  auto master = commandIo().take(id, n, CommandIo::Kind::kTerminal);
-  if (!master) return errorResponse(master.error());
-  auto shared = std::make_shared<UniqueFd>(std::move(*master));
+  auto claim = terminalHold().attach(id, n, *dir);
+  if (!claim) {
+    if (::access((*dir + "/status.json").c_str(), F_OK) == 0)
+      return errorResponse(409, "conflict", "command " + std::to_string(n) + " has ended and no terminal of it is kept: its report is GET .../commands/" + std::to_string(n));
+    return errorResponse(claim.error());
+  }
+  // Invariant: the claim is given back on every way out: the relay's end decides how, and an
+  // upgrade that never runs (the 101 could not be written) detaches it, so the terminal stays.
+  struct Held {
+    std::string id;
+    int64_t n = 0;
+    TerminalRelay relay;
+    bool settled = false;
+    ~Held() {
+      // cppcheck-suppress knownConditionTrueFalse ; set by the upgrade's lambda, which cppcheck does not follow
+      if (!settled) terminalHold().detach(id, n, std::move(relay.master), relay.first.substr(relay.first.size() - relay.first_output));
+    }
+  };
+  auto held = std::make_shared<Held>();
+  held->id = id;
+  held->n = n;
+  held->relay.master = std::move(claim->master);
+  held->relay.cmd_dir = *dir;
+  if (claim->reattach) {
+    const Json info = {{"scrollback_bytes", claim->scrollback.size()}, {"dropped_bytes", claim->dropped}};
+    held->relay.first = terminal::encode(terminal::Frame::kScrollback, dumpJson(info));
+    if (!claim->scrollback.empty()) held->relay.first += terminal::encode(terminal::Frame::kData, claim->scrollback);
+    held->relay.first_output = claim->scrollback.size();
+  }
   Sessions& sessions = ctx.sessions;
   ApiResponse res{101, nullptr, nullptr};
   res.upgrade_protocol = terminal::kProtocol;
-  res.upgrade = [shared, d = *dir, id, n, peer = req.peer, &sessions](int fd, std::string early) {
-    relayTerminal({fd, std::move(early), std::move(*shared), d, [&sessions, id] { return sessions.alive(id); }});
-    (void)sessions.command(peer, id, n);  // its end recorded (and its event sent) at once
+  res.upgrade = [held, peer = req.peer, &sessions](int fd, std::string early) {
+    TerminalRelay& r = held->relay;
+    r.client = fd;
+    r.early = std::move(early);
+    r.alive = [&sessions, id = held->id] { return sessions.alive(id); };
+    const RelayEnd end = relayTerminal(r);
+    held->settled = true;
+    // A client gone before the report: the terminal stays (an ended one with its scrollback).
+    if (end.why == RelayEnd::kClientGone) {
+      terminalHold().detach(held->id, held->n, std::move(r.master), end.unsent);
+    } else {
+      terminalHold().forget(held->id, held->n);
+      r.master.reset();  // a hangup for the command (a protocol error), or nothing left to hold
+    }
+    (void)sessions.command(peer, held->id, held->n);  // its end recorded (and its event sent) at once
   };
   return res;
 }
@@ -178,7 +219,11 @@ std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx)
   if (seg.size() == 5) {
     if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET");
     if (!req.body.empty()) return errorResponse(400, "invalid_request", "GET takes no body");
-    return answer(ctx.sessions.command(req.peer, id, *n));
+    auto cmd = ctx.sessions.command(req.peer, id, *n);
+    // A tty command whose client attached: whether one is attached now (terminal_hold.h).
+    if (cmd && cmd->is_object())
+      if (Json t = terminalHold().describe(id, *n); !t.is_null()) (*cmd)["terminal"] = std::move(t);
+    return answer(std::move(cmd));
   }
   if (seg[5] == "output") {
     if (req.method != "GET") return errorResponse(405, "method_not_allowed", "GET");

@@ -5,6 +5,7 @@
 #include "daemon/profiles.h"
 #include "daemon/session_spec.h"
 #include "daemon/sessions.h"
+#include "daemon/terminal_hold.h"
 
 namespace corral::daemon {
 namespace {
@@ -104,7 +105,11 @@ std::optional<ApiResponse> routeSessions(const ApiRequest& req, ApiContext& ctx)
     if (!body) return errorResponse(body.error());
     return createSession(req, ctx, *body);
   }
-  if (req.method == "GET") return answer(ctx.sessions.show(req.peer, seg[2]));
+  if (req.method == "GET") {
+    auto shown = ctx.sessions.show(req.peer, seg[2]);
+    if (shown && shown->is_object()) (*shown)["terminals"] = terminalHold().list(seg[2]);  // attached and detached ones
+    return answer(std::move(shown));
+  }
   if (req.method == "DELETE") {
     // An optional body: {"keep_workspace": true}.
     bool keep = false;

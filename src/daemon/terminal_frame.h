@@ -22,6 +22,9 @@ enum class Frame : uint8_t {
   kResize = 2,  // client -> daemon: rows, cols (2 bytes each, big-endian)
   kExit = 3,    // daemon -> client: the command's report (JSON), then the connection closes
   kError = 4,   // daemon -> client: {"error": {"code", "message"}}, then the connection closes
+  // daemon -> client, first on a re-attach only: {"scrollback_bytes", "dropped_bytes"}; the
+  // scrollback follows as one data frame (when not empty), then live output.
+  kScrollback = 5,
 };
 
 inline std::string encode(Frame type, std::string_view payload) {
@@ -44,7 +47,7 @@ inline std::string resizePayload(uint32_t rows, uint32_t cols) {
 inline Result<bool> takeFrame(std::string& buf, Frame* type, std::string* payload, uint32_t max = kMaxPayload) {
   if (buf.size() < kHeaderBytes) return false;
   const auto t = static_cast<uint8_t>(buf[0]);
-  if (t < static_cast<uint8_t>(Frame::kData) || t > static_cast<uint8_t>(Frame::kError))
+  if (t < static_cast<uint8_t>(Frame::kData) || t > static_cast<uint8_t>(Frame::kScrollback))
     return Error(Errc::kInvalidArgument, "terminal: unknown frame type " + std::to_string(t));
   uint32_t n = 0;
   for (size_t i = 1; i < kHeaderBytes; ++i) n = n << 8 | static_cast<uint8_t>(buf[i]);

@@ -62,25 +62,30 @@ void sendLast(int fd, std::string pending, const std::string& frame) {
 
 }  // namespace
 
-void relayTerminal(TerminalRelay r) {
+RelayEnd relayTerminal(TerminalRelay& r) {
   // The kernel's share stays small too: a client that stops reading leaves at most this much
   // in the socket, then the relay stops reading the master.
   const int sndbuf = 64 * 1024;
   (void)::setsockopt(r.client, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-  ::fcntl(r.master.get(), F_SETFL, ::fcntl(r.master.get(), F_GETFL) | O_NONBLOCK);
+  if (r.master.valid()) ::fcntl(r.master.get(), F_SETFL, ::fcntl(r.master.get(), F_GETFL) | O_NONBLOCK);
   UniqueFd ino(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
   if (ino.valid()) ::inotify_add_watch(ino.get(), r.cmd_dir.c_str(), IN_MOVED_TO | IN_CREATE);
   const std::string status_path = r.cmd_dir + "/status.json";
   std::string in = std::move(r.early);  // client bytes not yet parsed (one frame at most)
   std::string to_master;                // one data frame's payload, not yet written
-  std::string out;                      // one frame for the client, not yet sent
-  bool master_eof = false, client_eof = false;
+  std::string out = std::move(r.first);  // one frame for the client, not yet sent (a re-attach: two)
+  size_t out_payload = r.first_output;               // of out, the bytes that are terminal output (the rest: its header)
+  bool master_eof = !r.master.valid(), client_eof = false;
   std::optional<Clock::time_point> exited;  // when status.json was seen
   char buf[terminal::kMaxPayload];
   uint64_t in_bytes = 0, out_bytes = 0;
-  const auto done = [&](const char* why) {
+  const auto done = [&](const char* why, RelayEnd::Why end = RelayEnd::kRefused) {
     log::info("terminal_closed", "cmd=" + r.cmd_dir.substr(r.cmd_dir.rfind('/') + 1) + " reason=" + why +
                                      " in_bytes=" + std::to_string(in_bytes) + " out_bytes=" + std::to_string(out_bytes));
+    // Output read but not sent goes to the scrollback of a detached terminal.
+    RelayEnd e{end, {}};
+    if (end == RelayEnd::kClientGone && out_payload) e.unsent = out.substr(out.size() - std::min(out.size(), out_payload));
+    return e;
   };
   for (;;) {
     // Frames from the client, one at a time: the next is parsed once the last one's bytes
@@ -120,7 +125,7 @@ void relayTerminal(TerminalRelay r) {
       }();
       auto j = text ? parseJson(*text) : Result<Json>(text.error());
       sendLast(r.client, "", terminal::encode(Frame::kExit, dumpJson(j ? *j : Json{{"exit_code", 125}, {"error", "unreadable status"}})));
-      return done("exited");
+      return done("exited", RelayEnd::kExited);
     }
     pollfd fds[3] = {{r.client, 0, 0}, {r.master.get(), 0, 0}, {ino.get(), POLLIN, 0}};
     if (!client_eof && to_master.empty() && in.size() < terminal::kHeaderBytes + terminal::kMaxPayload) fds[0].events |= POLLIN;
@@ -136,7 +141,7 @@ void relayTerminal(TerminalRelay r) {
     if (rc < 0 && errno != EINTR) return done("poll");
     if (rc == 0 && !exited && !r.alive()) {
       sendLast(r.client, out, errorFrame("lost", "the session's shim is gone"));
-      return done("lost");
+      return done("lost", RelayEnd::kLost);
     }
     if (fds[2].revents & POLLIN) {
       char events[4096];
@@ -145,14 +150,17 @@ void relayTerminal(TerminalRelay r) {
     }
     if (fds[0].revents & POLLOUT) {
       const ssize_t n = ::send(r.client, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0 && errno != EAGAIN && errno != EINTR) return done("client_gone");
-      if (n > 0) out.erase(0, static_cast<size_t>(n));
+      if (n < 0 && errno != EAGAIN && errno != EINTR) return done("client_gone", RelayEnd::kClientGone);
+      if (n > 0) {
+        out.erase(0, static_cast<size_t>(n));
+        out_payload = std::min(out_payload, out.size());
+      }
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       const size_t room = terminal::kHeaderBytes + terminal::kMaxPayload - in.size();
       const ssize_t n = room ? ::recv(r.client, buf, std::min(room, sizeof buf), MSG_DONTWAIT) : -1;
-      // The client hung up: its terminal goes with it (the master closes below: SIGHUP).
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR && room)) return done("client_gone");
+      // The client hung up: its terminal stays, detached (the caller keeps the master).
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR && room)) return done("client_gone", RelayEnd::kClientGone);
       if (n > 0) in.append(buf, static_cast<size_t>(n));
     }
     if (fds[1].revents & POLLOUT) {
@@ -165,6 +173,7 @@ void relayTerminal(TerminalRelay r) {
       const ssize_t n = ::read(r.master.get(), buf, sizeof buf);
       if (n > 0) {
         out = terminal::encode(Frame::kData, std::string_view(buf, static_cast<size_t>(n)));
+        out_payload = static_cast<size_t>(n);
         out_bytes += static_cast<uint64_t>(n);
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
         master_eof = true;  // EIO: every copy of the slave is closed
