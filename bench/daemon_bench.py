@@ -575,6 +575,27 @@ def render(rows, labels, idle, skipped, notes, args, podman_version: str) -> str
               f"- After `kill -9` of the daemon with {args.sessions + 1} sessions, the new daemon answered "
               f"`GET /v1/health` {idle['restart_health_s'] * 1000:.0f} ms after its start and listed every session "
               f"`running` (reconciled and adopted) after {idle['restart_all_running_s'] * 1000:.0f} ms.", ""]
+    L += ["## Where the time goes", "",
+          "- **`corral session exec` runs in the static `corral` launcher** (docs/daemon.md): handed to "
+          "corral-core, the same call cost 6-9 ms more here, corral-core's own start (its loader mapping "
+          "and relocating OpenSSL, Asio, SQLite, libpq), more than the command.",
+          "- **Found and fixed while measuring (issue #20, session 20):** the output stream ended only "
+          "after the daemon closed its inotify instance, which waits for an RCU grace period (2-15 ms "
+          "here); Beast's response went out as one send() and one poll() per header field; the shim "
+          "fsynced empty spool files; a command's `running` mark waited for a WAL fsync that reconcile "
+          "does not need; reconcile synced the audit log once per adopted session (1.2 s for 101 "
+          "sessions on a loaded disk, now one sync). Together these took the API row from about 19 ms "
+          "to the figure above.",
+          "- **What is left** in the API row with state on tmpfs is the command itself crossing four "
+          "processes and back: the daemon's request to the session's shim, the shim's to the sandbox's "
+          "init, init's vfork of the command (the same per-command setup as `corral exec`: capabilities, "
+          "seccomp, Landlock, rlimits) and the dynamic loading of /bin/true, then init's report to the "
+          "shim, the shim's status file, the daemon's inotify wake-up. On 2 shared cores every hand-off "
+          "can wait for a core. The goals of 0.25x and 0.6x a cold exec were not met on this host; the "
+          "floor is set by that chain plus the fsyncs above, which the state's durability needs.",
+          "- **A warm create** costs a SQLite claim (one synchronous commit) and the audit line (one "
+          "fdatasync) plus the claim's checks of the member's shim and init by pid and start time.",
+          ""]
     if skipped or notes:
         L += ["## Skipped and notes", ""]
         L += [f"- skipped: {name}: {why}" for name, why in skipped]
