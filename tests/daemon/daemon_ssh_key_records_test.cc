@@ -108,6 +108,14 @@ TEST(DaemonSshKeyRecords, AMalformedKeyIsRefusedAtAddInOneLineAndNothingIsStored
   EXPECT_EQ(j["kind"], "ssh-key") << ok.out;
   EXPECT_EQ(j["ssh_fingerprint"], sshKeygenFingerprint(t.keys / "good.pub")) << ok.out;
   EXPECT_FALSE(j.contains("host")) << ok.out;
+  // The answer is a Credential of docs/openapi.json (openapi_check.py covers a header record).
+  t.keys.write("answer.json", ok.out);
+  RunResult schema = corral::testing::run(
+      {"/usr/bin/python3", "-c",
+       "import json,sys,jsonschema; d=json.load(open(sys.argv[1])); "
+       "jsonschema.Draft202012Validator({**d, '$ref': '#/components/schemas/Credential'}).validate(json.load(open(sys.argv[2])))",
+       std::string(CORRAL_DOCS_DIR) + "/openapi.json", t.keys / "answer.json"});
+  EXPECT_EQ(schema.exit_code, 0) << schema.describe();
   EXPECT_EQ(whereKeyIs("answer", ok.out + ok.err + t.cli({"credential", "show", "k"}).out, keyLines(good)), "");
   // Rotation takes only a key too: a header value is refused, the record unchanged.
   t.keys.write("token", "corral-not-a-key-0123456789abcdef\n", 0600);
