@@ -36,8 +36,8 @@ constexpr char kUsage[] =
     "      an OpenSSH private key (unencrypted ssh-ed25519) sealed the same way; sessions made with\n"
     "      --ssh-key NAME get SSH_AUTH_SOCK, an agent that signs only for a tcp:// grant's sshd\n"
     "  rotate NAME (--from-env VAR | --from-file PATH | --stdin)\n"
-    "      a new value for the record; sessions created afterwards lease it (running ones keep\n"
-    "      theirs until they end: `credential show` counts them as stale_leases)\n"
+    "      a new value for the record (checked as its kind); running sessions that lease it get it\n"
+    "      before this returns, and sessions created afterwards lease it\n"
     "  ls [--json]    show NAME [--json]    rm NAME (refused while a running session leases it)\n";
 
 constexpr size_t kMaxValueBytes = 4096;
