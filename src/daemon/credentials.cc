@@ -268,8 +268,12 @@ void Credentials::reconcile() {
       continue;
     }
     const std::string fp = vault_.fingerprint(value->revealForInjection());
-    if (fp != (*row)->fingerprint) {
-      (void)store_.setCredentialFingerprint(owner, name, fp);
+    // An ssh-key record shows its public key's fingerprint too: recomputed with the other.
+    std::optional<std::string> ssh_fp;
+    if (isSshKeyRecord((*row)->header))
+      if (auto k = checkCredentialValue(kSshKeyKind, *value); k) ssh_fp = *k;
+    if (fp != (*row)->fingerprint || (ssh_fp && *ssh_fp != (*row)->format)) {
+      (void)store_.setCredentialFingerprint(owner, name, fp, ssh_fp ? &*ssh_fp : nullptr);
       log::info("credential_fingerprint_corrected", "credential=" + name);
     }
   }

@@ -146,6 +146,9 @@ Result<void> parseEgress(const Fields& f, SessionSpec& s) {
     return Error(Errc::kInvalidArgument, "body: allow, allow_internal, credentials and ssh_key need \"net\": \"proxy\"");
   if (!s.allow_internal.empty() && s.allow.empty())
     return Error(Errc::kInvalidArgument, "body.allow_internal: needs an allow grant by name");
+  // The agent signs only for servers behind a tcp grant's tunnel (exec's --ssh-key rule).
+  if (s.ssh_key && std::none_of(s.allow.begin(), s.allow.end(), [](const std::string& g) { return g.rfind("tcp://", 0) == 0; }))
+    return Error(Errc::kInvalidArgument, "body.ssh_key: needs an allow tcp://host:port grant (the key signs only for servers behind one)");
   return {};
 }
 

@@ -146,7 +146,13 @@ TEST(DaemonSshKeyRecords, AHeaderRecordAsSshKeyAndAnSshKeyRecordAsCredentialAreR
   EXPECT_NE(as_key.err.find("not an ssh-key record"), std::string::npos) << as_key.err;
   RunResult no_proxy = t.cli({"session", "create", "--ssh-key", "key"});
   EXPECT_NE(no_proxy.exit_code, 0) << no_proxy.describe();
-  for (const RunResult* r : {&as_cred, &as_key, &no_proxy}) EXPECT_EQ(std::count(r->err.begin(), r->err.end(), '\n'), 1) << r->err;
+  // Without a tcp grant the agent could sign for nothing: refused, as exec's --ssh-key is.
+  Args no_tcp_args = {"session", "create", "--net", "proxy", "--allow", "https://api.example.test", "--ssh-key", "key"};
+  for (const std::string& o : Daemon::hostSessionOptions()) no_tcp_args.push_back(o);
+  RunResult no_tcp = t.cli(no_tcp_args);
+  EXPECT_NE(no_tcp.exit_code, 0) << no_tcp.describe();
+  EXPECT_NE(no_tcp.err.find("tcp://"), std::string::npos) << no_tcp.err;
+  for (const RunResult* r : {&as_cred, &as_key, &no_proxy, &no_tcp}) EXPECT_EQ(std::count(r->err.begin(), r->err.end(), '\n'), 1) << r->err;
   RunResult ls = t.cli({"session", "ls", "--json"});
   EXPECT_EQ(ls.out.find("\"id\""), std::string::npos) << "no session was made: " << ls.out;
 }
@@ -305,6 +311,24 @@ TEST_F(DaemonSshKeyRecordsSessions, ADestinationWithoutAGrantGetsNoSignatureWhil
   const std::string shim_log = fileText(d_->stateDir() + "/sessions/" + id + "/shim.log");
   EXPECT_NE(shim_log.find("rule=ssh-agent-no-grant"), std::string::npos) << shim_log;
   EXPECT_NE(shim_log.find("key=" + fingerprint_), std::string::npos) << shim_log;
+}
+
+// A lost session (daemon and shim killed) recovered gets its agent and key again.
+TEST_F(DaemonSshKeyRecordsSessions, ARecoveredSessionGetsTheAgentAgain) {
+  const std::string id = session();
+  ASSERT_FALSE(id.empty());
+  const std::string login = agentSsh() + " " + ports_["user"].get<std::string>() + "@git.corp.test true && echo login-ok";
+  ASSERT_EQ(inside(id, login).out, "login-ok\n");
+  d_->kill9();
+  for (pid_t pid : shimProcesses(d_->stateDir())) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return shimProcesses(d_->stateDir()).empty(); }));
+  ASSERT_TRUE(d_->start()) << d_->stderrText();
+  EXPECT_EQ(record()["active_leases"], 0);
+  RunResult rec = cli({"session", "recover", id});
+  ASSERT_EQ(rec.exit_code, 0) << rec.describe();
+  EXPECT_EQ(record()["active_leases"], 1);
+  RunResult again = inside(id, login);
+  EXPECT_EQ(again.out, "login-ok\n") << claim(kClaim, "a recovered session lost its agent") << again.describe() << d_->stderrText();
 }
 
 // A rotation reaches the running session: its agent offers (and signs with) the new key at
