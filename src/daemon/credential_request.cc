@@ -14,7 +14,7 @@ namespace corral::daemon {
 namespace {
 
 // An OpenSSH key file is a few hundred bytes; a header value at most net::kMaxSecretBytes.
-constexpr size_t kMaxSshKeyBytes = 16 * 1024;
+constexpr size_t kMaxSshKeyBytes = size_t{16} * 1024;
 
 Result<Secret> rawValue(const Fields& f, size_t max) {
   ASSIGN_OR_RETURN(auto v, f.string("value", max));
