@@ -32,17 +32,21 @@ constexpr char kUsage[] =
     "      a write-only record: the value is sealed in the daemon's state directory; sessions\n"
     "      made with --credential NAME get a placeholder in $VAR (default: NAME in upper case)\n"
     "      and the egress proxy injects the header toward URL (http://127.0.0.1:3128/lease/NAME/...)\n"
+    "  add NAME --ssh-key (--from-file PATH | --stdin)\n"
+    "      an OpenSSH private key (unencrypted ssh-ed25519) sealed the same way; sessions made with\n"
+    "      --ssh-key NAME get SSH_AUTH_SOCK, an agent that signs only for a tcp:// grant's sshd\n"
     "  rotate NAME (--from-env VAR | --from-file PATH | --stdin)\n"
-    "      a new value for the record; sessions created afterwards lease it (running ones keep\n"
-    "      theirs until they end: `credential show` counts them as stale_leases)\n"
+    "      a new value for the record (checked as its kind); running sessions that lease it get it\n"
+    "      before this returns, and sessions created afterwards lease it\n"
     "  ls [--json]    show NAME [--json]    rm NAME (refused while a running session leases it)\n";
 
 constexpr size_t kMaxValueBytes = 4096;
 
 int fail(const std::string& msg) { return failLine("credential", msg); }
 
-// The value from exactly one source; one trailing newline (a file's, echo's) is not part of it.
-Result<Secret> readValue(const ScannedArgs& s) {
+// The value from exactly one source; one trailing newline (a file's, echo's) is not part of it
+// (kept for a key file, whose text ends with one).
+Result<Secret> readValue(const ScannedArgs& s, bool key_file = false) {
   const int sources = s.has("--from-env") + s.has("--from-file") + s.has("--stdin");
   if (sources != 1) return Error(Errc::kInvalidArgument, "exactly one of --from-env VAR, --from-file PATH, --stdin");
   std::string value;
@@ -59,8 +63,8 @@ Result<Secret> readValue(const ScannedArgs& s) {
     ASSIGN_OR_RETURN(value, readUpTo(from_stdin ? 0 : owned.get(), kMaxValueBytes + 2, path));
     if (value.size() > kMaxValueBytes + 1) return Error(Errc::kInvalidArgument, path + ": a value is at most 4096 bytes");
   }
-  if (!value.empty() && value.back() == '\n') value.pop_back();
-  if (!value.empty() && value.back() == '\r') value.pop_back();
+  if (!key_file && !value.empty() && value.back() == '\n') value.pop_back();
+  if (!key_file && !value.empty() && value.back() == '\r') value.pop_back();
   return Secret(std::move(value));
 }
 
@@ -78,6 +82,10 @@ int printRecord(const Json& r, bool json) {
     printJson(r);
     return 0;
   }
+  if (r.value("kind", "") == "ssh-key") {
+    std::printf("%s ssh-key %s\n", r["name"].get<std::string>().c_str(), r["ssh_fingerprint"].get<std::string>().c_str());
+    return 0;
+  }
   std::printf("%s %s %s\n", r["name"].get<std::string>().c_str(), r["host"].get<std::string>().c_str(),
               r["fingerprint"].get<std::string>().c_str());
   return 0;
@@ -85,9 +93,21 @@ int printRecord(const Json& r, bool json) {
 
 int add(const std::vector<std::string>& args) {
   std::vector<OptionSpec> opts = sourceOptions();
-  opts.insert(opts.end(), {{"--host", true}, {"--header", true}, {"--env", true}});
+  opts.insert(opts.end(), {{"--host", true}, {"--header", true}, {"--env", true}, {"--ssh-key", false}});
   auto s = scanArgs(args, opts, 1);
   if (!s) return fail("add: " + s.error().message());
+  if (s->has("--ssh-key")) {
+    if (s->positional.size() != 1 || !s->rest.empty() || s->has("--host") || s->has("--header") || s->has("--env") ||
+        s->has("--from-env"))
+      return fail("add: usage: corral credential add NAME --ssh-key (--from-file PATH | --stdin)");
+    auto key = readValue(*s, /*key_file=*/true);
+    if (!key) return fail("add: " + key.error().message());
+    Json body = {{"name", s->positional[0]}, {"kind", "ssh-key"}, {"value", std::string(key->revealForInjection())}};
+    auto r = apiCall("credential", "POST", "/v1/credentials", body, 201);
+    wipeValue(body);
+    if (!r) return kExitRefused;
+    return printRecord(*r, s->has("--json"));
+  }
   if (s->positional.size() != 1 || !s->rest.empty() || !s->has("--host"))
     return fail("add: usage: corral credential add NAME --host URL (--from-env VAR | --from-file PATH | --stdin)");
   auto value = readValue(*s);
@@ -106,8 +126,15 @@ int rotate(const std::vector<std::string>& args) {
   if (!s) return fail("rotate: " + s.error().message());
   if (s->positional.size() != 1 || !s->rest.empty())
     return fail("rotate: usage: corral credential rotate NAME (--from-env VAR | --from-file PATH | --stdin)");
-  auto value = readValue(*s);
+  // A key file keeps its last newline; a header value loses it (the daemon checks the kind).
+  auto value = readValue(*s, /*key_file=*/true);
   if (!value) return fail("rotate: " + value.error().message());
+  if (value->revealForInjection().find("-----BEGIN OPENSSH PRIVATE KEY-----") != 0) {
+    std::string v(value->revealForInjection());
+    if (!v.empty() && v.back() == '\n') v.pop_back();
+    if (!v.empty() && v.back() == '\r') v.pop_back();
+    value = Secret(std::move(v));
+  }
   Json body = {{"value", std::string(value->revealForInjection())}};
   auto r = apiCall("credential", "POST", "/v1/credentials/" + s->positional[0] + "/rotate", body, 200);
   wipeValue(body);
@@ -125,10 +152,13 @@ int list(const std::vector<std::string>& args) {
     return 0;
   }
   std::printf("%-20s  %-36s  %-6s  %-7s  %s\n", "NAME", "HOST", "USES", "LEASES", "FINGERPRINT");
-  for (const Json& c : (*r)["credentials"])
-    std::printf("%-20s  %-36s  %-6lld  %-7lld  %s\n", c["name"].get<std::string>().c_str(), c["host"].get<std::string>().c_str(),
-                static_cast<long long>(c["use_count"].get<int64_t>()), static_cast<long long>(c["active_leases"].get<int64_t>()),
-                c["fingerprint"].get<std::string>().c_str());
+  for (const Json& c : (*r)["credentials"]) {
+    const bool ssh = c.value("kind", "") == "ssh-key";
+    std::printf("%-20s  %-36s  %-6lld  %-7lld  %s\n", c["name"].get<std::string>().c_str(),
+                ssh ? "(ssh-key)" : c["host"].get<std::string>().c_str(), static_cast<long long>(c["use_count"].get<int64_t>()),
+                static_cast<long long>(c["active_leases"].get<int64_t>()),
+                (ssh ? c["ssh_fingerprint"] : c["fingerprint"]).get<std::string>().c_str());
+  }
   return 0;
 }
 

@@ -36,8 +36,10 @@ constexpr char kUsage[] =
     "  create [--profile NAME[@VERSION]] [--name N] [--memory S] [--pids N] [--cpu-time D] [--file-size S] [--open-files N]\n"
     "         [--tmp-size S] [--workspace-size S] [--workspace DIR] [--env K=V]... [--allow-weaker LIMIT]...\n"
     "         [--ttl D] [--ro-bind HOST[:SANDBOX]]... [--net none|proxy] [--allow GRANT]...\n"
-    "         [--allow-internal CIDR]... [--credential NAME]... [--json]\n"
+    "         [--allow-internal CIDR]... [--credential NAME]... [--ssh-key NAME] [--json]\n"
     "         (--credential: a record of `corral credential add`, leased through the session's proxy;\n"
+    "          --ssh-key: an ssh-key record (`credential add NAME --ssh-key`): SSH_AUTH_SOCK inside, an\n"
+    "          agent that signs only logins to the sshd behind a tcp:// grant;\n"
     "          with --profile every other option may only narrow the profile: corral profile --help)\n"
     "  exec ID [--env K=V]... [--cwd REL] [--timeout D] [--tty] [--detach] [--json] -- CMD [ARGS...]\n"
     "         (stdin, unless it is a terminal or /dev/null, is the command's; --tty: a terminal in the\n"
@@ -65,7 +67,7 @@ int create(const std::vector<std::string>& args) {
                      {"--open-files", true}, {"--tmp-size", true}, {"--workspace-size", true}, {"--env", true, true},
                      {"--allow-weaker", true, true}, {"--workspace", true}, {"--ttl", true}, {"--json", false},
                      {"--net", true}, {"--allow", true, true}, {"--allow-internal", true, true}, {"--credential", true, true},
-                     {"--ro-bind", true, true}, {"--profile", true}},
+                     {"--ssh-key", true}, {"--ro-bind", true, true}, {"--profile", true}},
                     0);
   if (!s) return failLine("create: " + s.error().message());
   if (!s->rest.empty()) return failLine("create: takes no arguments");
@@ -102,6 +104,7 @@ int create(const std::vector<std::string>& args) {
   if (s->has("--net")) body["net"] = s->get("--net");
   for (auto [opt, key] : {std::pair{"--allow", "allow"}, {"--allow-internal", "allow_internal"}, {"--credential", "credentials"}})
     if (s->has(opt)) body[key] = s->all(opt);
+  if (s->has("--ssh-key")) body["ssh_key"] = s->get("--ssh-key");
   if (s->has("--ro-bind")) {
     // The host side resolved here, as exec does: the daemon opens it with its own rights.
     Json binds = Json::array();

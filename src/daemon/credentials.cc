@@ -83,7 +83,24 @@ Credentials::Reach Credentials::pushValue(int64_t owner, const std::string& name
 }
 
 Json Credentials::metadata(const CredentialRow& c) const {
+  if (isSshKeyRecord(c.header)) {
+    // The public key's fingerprint (what ssh-keygen -l shows) and the keyed one; never the key.
+    Json j = {{"name", c.name},
+              {"kind", kSshKeyKind},
+              {"owner_uid", c.owner_uid},
+              {"ssh_fingerprint", c.format},
+              {"fingerprint", c.fingerprint},
+              {"version", c.version},
+              {"created_at", c.created_at},
+              {"use_count", c.use_count},
+              {"active_leases", c.active_leases},
+              {"stale_leases", c.stale_leases}};
+    j["rotated_at"] = c.rotated_at ? Json(c.rotated_at) : Json(nullptr);
+    j["last_used_ms"] = c.last_used_ms ? Json(c.last_used_ms) : Json(nullptr);
+    return j;
+  }
   Json j = {{"name", c.name},
+            {"kind", "header"},
             {"owner_uid", c.owner_uid},
             {"host", c.host},
             {"header", c.header + ": " + c.format},
@@ -112,9 +129,12 @@ Result<Json> Credentials::add(const Peer& peer, AddCredential cmd) {
     (void)vault_.remove(owner, cmd.name);
     return r.error();
   }
-  audit_.append("credential_added", peer, {{"credential", cmd.name}, {"host", cmd.host}, {"fingerprint", row.fingerprint}});
-  log::info("credential_added", "credential=" + cmd.name + " host=" + log::value(cmd.host) + " peer_uid=" + std::to_string(peer.uid) +
-                                    " peer_pid=" + std::to_string(peer.pid));
+  Json added = {{"credential", cmd.name}, {"kind", cmd.kind}, {"host", cmd.host}, {"fingerprint", row.fingerprint}};
+  if (cmd.kind == kSshKeyKind) added["ssh_fingerprint"] = cmd.format;
+  audit_.append("credential_added", peer, added);
+  log::info("credential_added", "credential=" + cmd.name + " kind=" + cmd.kind + " host=" + log::value(cmd.host) +
+                                    (cmd.kind == kSshKeyKind ? " ssh_key=" + cmd.format : std::string()) +
+                                    " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   ASSIGN_OR_RETURN(auto made, store_.credential(owner, cmd.name));
   if (!made) return Error(kNotFound, "credential '" + cmd.name + "' vanished");
   return metadata(*made);
@@ -125,11 +145,14 @@ Result<Json> Credentials::rotate(const Peer& peer, const std::string& name, cons
   if (!checkCredentialName(name)) return Error(kNotFound, "no credential " + policy::printable(name));
   ASSIGN_OR_RETURN(auto existing, store_.credential(peer.uid, name));
   if (!existing) return Error(kNotFound, "no credential '" + name + "'");
+  // The new value is checked as its record's kind: an ssh-key record takes only a usable key.
+  const bool ssh = isSshKeyRecord(existing->header);
+  ASSIGN_OR_RETURN(std::string ssh_fp, checkCredentialValue(ssh ? kSshKeyKind : "header", value));
   // The new sealed file replaces the old one atomically; the row follows (a crash between is
   // a fingerprint reconcile() recomputes).
   RETURN_IF_ERROR(vault_.store(peer.uid, name, value.revealForInjection()));
   const std::string fp = vault_.fingerprint(value.revealForInjection());
-  RETURN_IF_ERROR(store_.rotateCredential(peer.uid, name, fp));
+  RETURN_IF_ERROR(store_.rotateCredential(peer.uid, name, fp, ssh ? &ssh_fp : nullptr));
   ASSIGN_OR_RETURN(auto bumped, store_.credential(peer.uid, name));
   if (!bumped) return Error(kNotFound, "credential '" + name + "' vanished");
   // Sealed and counted first, then every live lease: a daemon killed in between finishes this
@@ -177,19 +200,31 @@ Result<Json> Credentials::remove(const Peer& peer, const std::string& name) {
   return Json{{"name", name}, {"removed", true}};
 }
 
-Result<std::vector<LeasedCredential>> Credentials::lease(const Peer& peer, const std::vector<std::string>& names) {
+Result<std::vector<LeasedCredential>> Credentials::lease(const Peer& peer, const std::vector<std::string>& names,
+                                                         const std::optional<std::string>& ssh_key) {
   std::lock_guard lock(mu_);
   std::vector<LeasedCredential> out;
   for (const std::string& name : names) {
     ASSIGN_OR_RETURN(auto row, store_.credential(peer.uid, name));
     if (!row) return Error(Errc::kInvalidArgument, "body.credentials: no credential '" + name + "' of uid " + std::to_string(peer.uid));
+    if (isSshKeyRecord(row->header))
+      return Error(Errc::kInvalidArgument, "body.credentials: '" + name + "' is an ssh-key record (give it as ssh_key, --ssh-key)");
     ASSIGN_OR_RETURN(Secret value, vault_.load(peer.uid, name));
+    out.push_back({row->name, row->env, row->host, row->header, row->format, row->version, std::move(value)});
+  }
+  if (ssh_key) {
+    ASSIGN_OR_RETURN(auto row, store_.credential(peer.uid, *ssh_key));
+    if (!row) return Error(Errc::kInvalidArgument, "body.ssh_key: no credential '" + *ssh_key + "' of uid " + std::to_string(peer.uid));
+    if (!isSshKeyRecord(row->header))
+      return Error(Errc::kInvalidArgument, "body.ssh_key: '" + *ssh_key + "' is not an ssh-key record (a header record is leased with credentials, --credential)");
+    ASSIGN_OR_RETURN(Secret value, vault_.load(peer.uid, *ssh_key));
+    // Travels to the shim as a lease with an empty header (shim_egress.h): its agent signs with it.
     out.push_back({row->name, row->env, row->host, row->header, row->format, row->version, std::move(value)});
   }
   // Two records under one variable: the sandbox could hold only one placeholder.
   for (size_t i = 0; i < out.size(); ++i)
     for (size_t k = i + 1; k < out.size(); ++k)
-      if (out[i].env == out[k].env)
+      if (!out[i].env.empty() && out[i].env == out[k].env)
         return Error(Errc::kInvalidArgument, "body.credentials: '" + out[i].name + "' and '" + out[k].name + "' both use " + out[i].env);
   return out;
 }
@@ -233,8 +268,12 @@ void Credentials::reconcile() {
       continue;
     }
     const std::string fp = vault_.fingerprint(value->revealForInjection());
-    if (fp != (*row)->fingerprint) {
-      (void)store_.setCredentialFingerprint(owner, name, fp);
+    // An ssh-key record shows its public key's fingerprint too: recomputed with the other.
+    std::optional<std::string> ssh_fp;
+    if (isSshKeyRecord((*row)->header))
+      if (auto k = checkCredentialValue(kSshKeyKind, *value); k) ssh_fp = *k;
+    if (fp != (*row)->fingerprint || (ssh_fp && *ssh_fp != (*row)->format)) {
+      (void)store_.setCredentialFingerprint(owner, name, fp, ssh_fp ? &*ssh_fp : nullptr);
       log::info("credential_fingerprint_corrected", "credential=" + name);
     }
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,11 @@ class Credentials {
   Result<Json> show(const Peer& peer, const std::string& name);
   // Refused (409) while a running or paused session holds a lease of it.
   Result<Json> remove(const Peer& peer, const std::string& name);
-  // The peer's own records by name, opened for a new session's shim.
-  Result<std::vector<LeasedCredential>> lease(const Peer& peer, const std::vector<std::string>& names);
+  // The peer's own records by name, opened for a new session's shim: header records in names,
+  // an ssh-key record as ssh_key (last in the answer, with an empty header); a record of the
+  // other kind in either place is refused.
+  Result<std::vector<LeasedCredential>> lease(const Peer& peer, const std::vector<std::string>& names,
+                                              const std::optional<std::string>& ssh_key = std::nullopt);
 
   // At start: a sealed file without a record (an add cut short, a remove cut short) is removed;
   // a record whose fingerprint is not its value's (a rotation cut short) is corrected.

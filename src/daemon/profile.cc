@@ -139,6 +139,8 @@ Result<Profile> parseProfile(std::string_view text) {
       if (s->contains(own)) return Error(Errc::kInvalidArgument, std::string("profile.session.") + own + ": not part of a profile");
     p.session = *s;
   }
+  // An ssh-key record is given per session (session create --ssh-key): not held by profiles yet.
+  if (p.session.contains("ssh_key")) return Error(Errc::kInvalidArgument, "profile.session.ssh_key: not part of a profile (yet)");
   auto spec = parseSessionSpec(p.session);
   if (!spec) return rebase(spec.error(), "profile.session");
   p.spec = std::move(*spec);
@@ -179,6 +181,7 @@ Result<SessionSpec> narrowProfile(const Profile& profile, const Json& overrides)
   ASSIGN_OR_RETURN(SessionSpec o, parseSessionSpec(as_given));
   SessionSpec out = p;
   auto has = [&](const char* k) { return overrides.contains(k); };
+  if (has("ssh_key")) return Error(Errc::kInvalidArgument, "body.ssh_key: not with a profile (yet)");
   out.name = o.name;
   out.workspace_from = o.workspace_from;
   // Variables are added after the profile's (a later assignment of a key wins).

@@ -41,7 +41,7 @@ Result<Made> specOf(const ApiRequest& req, ApiContext& ctx, Json body) {
 ApiResponse createSession(const ApiRequest& req, ApiContext& ctx, Json body) {
   auto made = specOf(req, ctx, std::move(body));
   if (!made) return errorResponse(made.error());
-  auto leases = ctx.credentials.lease(req.peer, made->spec.credentials);
+  auto leases = ctx.credentials.lease(req.peer, made->spec.credentials, made->spec.ssh_key);
   if (!leases) return errorResponse(leases.error());
   auto session = ctx.sessions.create(req.peer, made->spec, *leases);
   if (!session || !made->startup) return answer(std::move(session), 201);
@@ -77,7 +77,9 @@ ApiResponse recoverSession(const ApiRequest& req, ApiContext& ctx, const std::st
   if (shown->contains("credentials") && (*shown)["credentials"].is_array())
     for (const Json& n : (*shown)["credentials"])
       if (n.is_string()) names.push_back(n.get<std::string>());
-  auto leases = ctx.credentials.lease(req.peer, names);
+  std::optional<std::string> ssh_key;
+  if (shown->contains("ssh_key") && (*shown)["ssh_key"].is_string()) ssh_key = (*shown)["ssh_key"].get<std::string>();
+  auto leases = ctx.credentials.lease(req.peer, names, ssh_key);
   if (!leases) return errorResponse(leases.error());
   return answer(ctx.sessions.recover(req.peer, id, env, *leases));
 }

@@ -135,10 +135,20 @@ Result<void> parseEgress(const Fields& f, SessionSpec& s) {
       return Error(Errc::kInvalidArgument, "body.credentials: '" + n + "' given twice");
     s.credentials.push_back(n);
   }
-  if (!s.net_proxy && (!s.allow.empty() || !s.allow_internal.empty() || !s.credentials.empty()))
-    return Error(Errc::kInvalidArgument, "body: allow, allow_internal and credentials need \"net\": \"proxy\"");
+  ASSIGN_OR_RETURN(auto ssh_key, f.string("ssh_key", 64));
+  if (ssh_key) {
+    if (auto n = checkCredentialName(*ssh_key); !n) return n.error().wrap("body.ssh_key");
+    if (std::find(s.credentials.begin(), s.credentials.end(), *ssh_key) != s.credentials.end())
+      return Error(Errc::kInvalidArgument, "body.ssh_key: '" + *ssh_key + "' is in credentials too");
+    s.ssh_key = *ssh_key;
+  }
+  if (!s.net_proxy && (!s.allow.empty() || !s.allow_internal.empty() || !s.credentials.empty() || s.ssh_key))
+    return Error(Errc::kInvalidArgument, "body: allow, allow_internal, credentials and ssh_key need \"net\": \"proxy\"");
   if (!s.allow_internal.empty() && s.allow.empty())
     return Error(Errc::kInvalidArgument, "body.allow_internal: needs an allow grant by name");
+  // The agent signs only for servers behind a tcp grant's tunnel (exec's --ssh-key rule).
+  if (s.ssh_key && std::none_of(s.allow.begin(), s.allow.end(), [](const std::string& g) { return g.rfind("tcp://", 0) == 0; }))
+    return Error(Errc::kInvalidArgument, "body.ssh_key: needs an allow tcp://host:port grant (the key signs only for servers behind one)");
   return {};
 }
 
@@ -146,7 +156,7 @@ Result<void> parseEgress(const Fields& f, SessionSpec& s) {
 
 Result<SessionSpec> parseSessionSpec(const Json& j) {
   ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "limits", "env", "workspace", "ttl", "ro_binds", "net", "allow",
-                                                     "allow_internal", "credentials", "profile", "profile_version"}));
+                                                     "allow_internal", "credentials", "ssh_key", "profile", "profile_version"}));
   SessionSpec s;
   ASSIGN_OR_RETURN(s.name, f.string("name", 64));
   if (s.name) {
@@ -211,6 +221,7 @@ Json sessionSpecJson(const SessionSpec& s, bool with_env) {
   if (!s.allow.empty()) j["allow"] = s.allow;
   if (!s.allow_internal.empty()) j["allow_internal"] = s.allow_internal;
   if (!s.credentials.empty()) j["credentials"] = s.credentials;
+  if (s.ssh_key) j["ssh_key"] = *s.ssh_key;
   if (s.profile) {
     j["profile"] = *s.profile;
     j["profile_version"] = s.profile_version;

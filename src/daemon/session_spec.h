@@ -27,6 +27,9 @@ struct SessionSpec {
   std::vector<std::string> allow;           // grants, canonical (policy::egress::Grant::text)
   std::vector<std::string> allow_internal;  // CIDRs granted names may resolve into
   std::vector<std::string> credentials;     // credential records by name, leased through the proxy
+  // An ssh-key credential record: the shim runs an ssh agent with it (SSH_AUTH_SOCK inside)
+  // that signs only for the sshd behind an open tcp:// grant.
+  std::optional<std::string> ssh_key;
   // The profile it was made from, as recorded (the spec above is already the narrowed one).
   std::optional<std::string> profile;
   int64_t profile_version = 0;
@@ -35,7 +38,7 @@ struct SessionSpec {
 // {"name", "limits": {"memory","pids","cpu_time","file_size","open_files","tmp_size",
 // "workspace_size", "allow_weaker": ["memory"]}, "env": ["K=V"], "workspace": "/abs/dir", "ttl": "1h",
 // "ro_binds": ["/host[:/sandbox]"], "net": "none"|"proxy", "allow": ["https://host"],
-// "allow_internal": ["10.0.0.0/8"], "credentials": ["name"]}; sizes and durations as
+// "allow_internal": ["10.0.0.0/8"], "credentials": ["name"], "ssh_key": "name"}; sizes and durations as
 // strings ("512M", "30s"), counts as integers. Unknown fields are errors.
 Result<SessionSpec> parseSessionSpec(const Json& j);
 // The same document back, as parseSessionSpec reads it: with env for the shim (which alone

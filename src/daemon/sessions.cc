@@ -116,7 +116,7 @@ Json Sessions::sessionJson(const SessionRow& s) {
   j["freezer"] = freezer_.usable && !freezerState(freezer_, s.id).empty() ? freezer_.name() : "none";
   if (s.expires_at) j["expires_at_ms"] = s.expires_at;
   if (auto spec = parseJson(s.spec); spec && spec->is_object()) {
-    for (const char* key : {"limits", "net", "allow", "allow_internal", "ro_binds", "credentials", "profile", "profile_version"})
+    for (const char* key : {"limits", "net", "allow", "allow_internal", "ro_binds", "credentials", "ssh_key", "profile", "profile_version"})
       if (spec->contains(key)) j[key] = (*spec)[key];
   }
   return j;

@@ -18,7 +18,7 @@ int64_t nowMs() {
 }  // namespace
 
 Result<std::unique_ptr<ShimEgress>> ShimEgress::start(const std::string& session_id, const SessionSpec& spec, const Json* leases,
-                                                      UniqueFd proxy_end) {
+                                                      UniqueFd proxy_end, UniqueFd agent_listener) {
   std::unique_ptr<ShimEgress> e(new ShimEgress());
   net::EgressConfig config;
   config.tag = "session-" + session_id;
@@ -43,10 +43,23 @@ Result<std::unique_ptr<ShimEgress>> ShimEgress::start(const std::string& session
         if (!v) return Error(Errc::kInvalidArgument, std::string("shim config lease: no ") + keys[i]);
         got[i] = std::move(*v);
       }
+      if (got[3].empty()) {  // the ssh-key record (credentials.h, Credentials::lease)
+        if (!spec.ssh_key || *spec.ssh_key != got[0] || config.ssh_key)
+          return Error(Errc::kInvalidArgument, "shim config lease: an ssh key the spec does not name");
+        config.ssh_key = std::make_shared<Secret>(std::move(got[5]));
+        config.ssh_key_path = "record " + got[0];  // names it in errors only
+        e->ssh_key_name_ = got[0];
+        continue;
+      }
       ASSIGN_OR_RETURN(auto lease, net::leaseFromFields(got[0], got[1], got[2], got[3], got[4]));
       config.leases.push_back(std::move(lease));
       values->emplace(got[1], Secret(std::move(got[5])));
     }
+  }
+  if (spec.ssh_key && !config.ssh_key) return Error(Errc::kInvalidArgument, "shim config: the ssh key record's value is missing");
+  if (config.ssh_key) {
+    if (!agent_listener.valid()) return Error(Errc::kInvalidArgument, "shim config: no ssh agent socket");
+    config.ssh_agent_listener = std::move(agent_listener);
   }
   config.env_lookup = [values](std::string_view env) -> std::optional<std::string> {
     auto it = values->find(std::string(env));
@@ -56,6 +69,18 @@ Result<std::unique_ptr<ShimEgress>> ShimEgress::start(const std::string& session
   ShimEgress* self = e.get();
   config.on_event = [self](const net::ConnectionEvent& ev) {
     (ev.decision == "allow" ? self->allowed_ : self->refused_)++;
+    if (ev.kind == "ssh-agent" && ev.method == "sign-request" && !self->ssh_key_name_.empty()) {
+      // A signature is the ssh-key record's use (counted like a header injected); ids and
+      // fingerprints only are in the event (the agent logs each one to shim.log).
+      std::lock_guard lock(self->mu_);
+      Use& u = self->uses_[self->ssh_key_name_];
+      if (ev.decision == "allow") {
+        ++u.uses;
+        u.last_used_ms = nowMs();
+      } else {
+        ++u.refused;
+      }
+    }
     // The authority decided (or, refused before that, as written: printable and bounded, or
     // its hash); the rule is the refusal's id. Nothing of the request's headers or target path.
     Json d = {{"kind", ev.kind}, {"method", ev.method}, {"host", ev.destination.empty() ? ev.requested : ev.destination},
@@ -82,6 +107,15 @@ Result<std::unique_ptr<ShimEgress>> ShimEgress::start(const std::string& session
   e->proxy_ = std::move(*proxy);
   e->proxy_->adopt(std::move(proxy_end));
   return e;
+}
+
+Result<void> ShimEgress::rotate(const std::string& name, Secret value) {
+  if (!ssh_key_name_.empty() && name == ssh_key_name_) {
+    ASSIGN_OR_RETURN(std::string fp, proxy_->rotateSshKey(value.revealForInjection()));
+    (void)fp;
+    return {};
+  }
+  return proxy_->rotateLease(name, std::move(value));
 }
 
 std::vector<std::pair<std::string, std::string>> ShimEgress::environment() const {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "base/log.h"
 #include "base/read_fd.h"
@@ -19,6 +20,7 @@
 #include "daemon/shim_egress.h"
 #include "daemon/shim_loop.h"
 #include "daemon/unix_address.h"
+#include "net/ssh_agent_socket.h"
 #include "policy/env_policy.h"
 #include "sandbox/linux_backend.h"
 
@@ -155,6 +157,18 @@ int shimMain(const std::vector<std::string>& args) {
     sandbox_end.reset(pair[0]);
     proxy_end.reset(pair[1]);
   }
+  // ssh_key: the agent's socket is made now, because it is bound into the sandbox like a
+  // ro_bind (net/ssh_agent_socket.h); the agent, with the key only it keeps, starts with the proxy.
+  std::optional<net::AgentSocket> agent_socket;
+  UniqueFd agent_listener;
+  if (spec->ssh_key) {
+    auto sock = net::AgentSocket::create();
+    if (!sock) return fail(sock.error());
+    agent_socket.emplace(std::move(*sock));
+    agent_listener = agent_socket->takeListener();
+    spec->ro_binds.push_back({agent_socket->hostPath(), net::kSandboxAgentSocket});
+    spec->env.emplace_back("SSH_AUTH_SOCK", net::kSandboxAgentSocket);
+  }
   sandbox::SandboxSpec sandbox;
   sandbox.argv = {"/bin/true"};  // never run: a session's init starts only what it is asked to
   sandbox.env = policy::env::buildEnvironment(spec->env);
@@ -175,7 +189,8 @@ int shimMain(const std::vector<std::string>& args) {
       Result<Json> leases = leases_text ? (leases_text->empty() ? Result<Json>(Json::array()) : parseJson(*leases_text))
                                         : Result<Json>(leases_text.error());
       if (leases_text) wipe(*leases_text);
-      auto started = leases ? ShimEgress::start(**id, *spec, &*leases, std::move(proxy_end)) : Result<std::unique_ptr<ShimEgress>>(leases.error());
+      auto started = leases ? ShimEgress::start(**id, *spec, &*leases, std::move(proxy_end), std::move(agent_listener))
+                            : Result<std::unique_ptr<ShimEgress>>(leases.error());
       if (leases) wipeStrings(*leases);
       if (!started) {
         writeLine(ready.get(), {{"error", started.error().message()}});

@@ -86,8 +86,11 @@ class Store {
 
   // Credentials (store_credentials.cc). insert refuses an existing (owner, name) with kConflict.
   Result<void> insertCredential(const CredentialRow& c);
-  Result<void> rotateCredential(int64_t owner, const std::string& name, const std::string& fingerprint);
-  Result<void> setCredentialFingerprint(int64_t owner, const std::string& name, const std::string& fingerprint);
+  // format: a new one too (an ssh-key record's public key fingerprint), when given.
+  Result<void> rotateCredential(int64_t owner, const std::string& name, const std::string& fingerprint,
+                                const std::string* format = nullptr);
+  Result<void> setCredentialFingerprint(int64_t owner, const std::string& name, const std::string& fingerprint,
+                                        const std::string* format = nullptr);
   Result<void> deleteCredential(int64_t owner, const std::string& name);
   // owner < 0: every owner's.
   Result<std::vector<CredentialRow>> credentials(int64_t owner);

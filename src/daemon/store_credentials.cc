@@ -49,14 +49,21 @@ Result<void> Store::insertCredential(const CredentialRow& c) {
                   {c.owner_uid, c.name, c.host, c.header, c.format, c.env, c.fingerprint, static_cast<int64_t>(::time(nullptr))});
 }
 
-Result<void> Store::rotateCredential(int64_t owner, const std::string& name, const std::string& fingerprint) {
+Result<void> Store::rotateCredential(int64_t owner, const std::string& name, const std::string& fingerprint,
+                                     const std::string* format) {
   std::lock_guard lock(mu_);
+  if (format)
+    return db_.exec("UPDATE credentials SET fingerprint=?, format=?, rotated_at=?, version=version+1 WHERE owner_uid=? AND name=?",
+                    {fingerprint, *format, static_cast<int64_t>(::time(nullptr)), owner, name});
   return db_.exec("UPDATE credentials SET fingerprint=?, rotated_at=?, version=version+1 WHERE owner_uid=? AND name=?",
                   {fingerprint, static_cast<int64_t>(::time(nullptr)), owner, name});
 }
 
-Result<void> Store::setCredentialFingerprint(int64_t owner, const std::string& name, const std::string& fingerprint) {
+Result<void> Store::setCredentialFingerprint(int64_t owner, const std::string& name, const std::string& fingerprint,
+                                             const std::string* format) {
   std::lock_guard lock(mu_);
+  if (format)
+    return db_.exec("UPDATE credentials SET fingerprint=?, format=? WHERE owner_uid=? AND name=?", {fingerprint, *format, owner, name});
   return db_.exec("UPDATE credentials SET fingerprint=? WHERE owner_uid=? AND name=?", {fingerprint, owner, name});
 }
 

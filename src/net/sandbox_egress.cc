@@ -63,12 +63,13 @@ Result<std::unique_ptr<SandboxEgress>> SandboxEgress::start(EgressConfig config)
   }
   // The key is read before the proxy starts too: an unusable one refuses the run.
   std::unique_ptr<SshAgent> agent;
-  if (!config.ssh_key_path.empty()) {
+  if (!config.ssh_key_path.empty() || config.ssh_key) {
     if (!config.ssh_agent_listener.valid()) return Error(Errc::kInvalidArgument, "--ssh-key: no agent socket");
     policy->tunnels = std::make_shared<OpenTunnels>();
     SshAgentConfig a;
     a.tag = config.tag;
     a.key_path = config.ssh_key_path;
+    a.key_text = std::move(config.ssh_key);
     a.listener = std::move(config.ssh_agent_listener);
     a.tunnels = policy->tunnels;
     a.on_event = config.on_event;
@@ -150,6 +151,11 @@ nlohmann::ordered_json leaseEventJson(const LeaseEvent& e) {
 Result<void> SandboxEgress::rotateLease(std::string_view name, Secret value) {
   if (!policy_->leases) return Error(Errc::kInvalidArgument, "no credential leases here");
   return policy_->leases->rotate(name, std::move(value));
+}
+
+Result<std::string> SandboxEgress::rotateSshKey(std::string_view text) {
+  if (!agent_) return Error(Errc::kInvalidArgument, "no ssh agent here");
+  return agent_->rotateKey(text);
 }
 
 }  // namespace corral::net

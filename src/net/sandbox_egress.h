@@ -46,6 +46,9 @@ struct EgressConfig {
   // sandbox's SSH_AUTH_SOCK names (ssh_agent_socket.h). Empty path: no agent.
   std::string ssh_key_path;
   UniqueFd ssh_agent_listener;
+  // Or the key file's text (a daemon's ssh-key credential record): an agent runs when set,
+  // ssh_key_path then only names it in errors. Wiped once the agent has parsed it.
+  std::shared_ptr<Secret> ssh_key;
 };
 
 class SandboxEgress {
@@ -72,6 +75,8 @@ class SandboxEgress {
   // A credential rotation: lease `name` injects `value` from the next request on
   // (LeaseBroker::rotate). An Error when there is no such lease or the value is refused.
   Result<void> rotateLease(std::string_view name, Secret value);
+  // The agent's key replaced (ssh_agent.h, SshAgent::rotateKey); refused when no agent runs.
+  Result<std::string> rotateSshKey(std::string_view text);
 
  private:
   SandboxEgress(EgressConfig config, std::unique_ptr<ProxyServer> server, std::shared_ptr<const ClientPolicy> policy,

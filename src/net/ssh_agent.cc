@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "audit/base64.h"
@@ -132,8 +133,35 @@ std::vector<std::string> scanHostKeys(const std::string& ip, uint16_t port, std:
   return keys;
 }
 
+namespace {
+
+struct LoadedKey {
+  Pkey key;
+  std::string blob;
+};
+
+Result<LoadedKey> loadKey(std::string_view text, const std::string& what) {
+  wire::KeyFileResult parsed = wire::parseOpenSshPrivateKey(text);
+  if (!parsed.key) return Error(Errc::kInvalidArgument, what + ": " + parsed.error);
+  LoadedKey out;
+  out.key.reset(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr,
+                                             reinterpret_cast<const unsigned char*>(parsed.key->seed.data()), 32));
+  if (!out.key) return Error(Errc::kInvalidArgument, what + ": OpenSSL refused the key");
+  out.blob = wire::ed25519KeyBlob(parsed.key->public_key);
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> sshKeyFileFingerprint(std::string_view text) {
+  ASSIGN_OR_RETURN(LoadedKey k, loadKey(text, "ssh key"));
+  return sshFingerprint(k.blob);
+}
+
 struct SshAgent::Impl {
   SshAgentConfig config;
+  // key, key_blob and fingerprint: under key_mu (rotateKey changes them while the agent runs).
+  mutable std::mutex key_mu;
   Pkey key;
   std::string key_blob, fingerprint;
   UniqueFd wake_read, wake_write;
@@ -296,7 +324,10 @@ bool SshAgent::Impl::onReadable(Client& c) {
       record(c, "frame", "ssh-agent-malformed");
       return false;
     }
-    c.out += answer(c, f.type, f.body);
+    {
+      std::lock_guard lock(key_mu);
+      c.out += answer(c, f.type, f.body);
+    }
     used += f.size;
   }
   c.in.erase(0, used);
@@ -339,18 +370,21 @@ void SshAgent::Impl::run() {
 
 Result<std::unique_ptr<SshAgent>> SshAgent::start(SshAgentConfig config) {
   auto impl = std::make_unique<Impl>();
-  {
+  if (config.key_text) {
+    auto loaded = loadKey(config.key_text->revealForInjection(), "--ssh-key " + config.key_path);
+    config.key_text.reset();  // the caller's copy, if it kept none, is wiped now
+    if (!loaded) return loaded.error();
+    impl->key = std::move(loaded->key);
+    impl->key_blob = std::move(loaded->blob);
+  } else {
     UniqueFd f(::open(config.key_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
     if (!f.valid()) return sysError("--ssh-key " + config.key_path);
     auto text = readUpTo(f.get(), size_t{64} * 1024, "--ssh-key " + config.key_path);
     if (!text.ok()) return text.error();
     Secret file(std::move(*text));
-    wire::KeyFileResult parsed = wire::parseOpenSshPrivateKey(file.revealForInjection());
-    if (!parsed.key) return Error(Errc::kInvalidArgument, "--ssh-key " + config.key_path + ": " + parsed.error);
-    impl->key.reset(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr,
-                                                 reinterpret_cast<const unsigned char*>(parsed.key->seed.data()), 32));
-    if (!impl->key) return Error(Errc::kInvalidArgument, "--ssh-key " + config.key_path + ": OpenSSL refused the key");
-    impl->key_blob = wire::ed25519KeyBlob(parsed.key->public_key);
+    ASSIGN_OR_RETURN(LoadedKey loaded, loadKey(file.revealForInjection(), "--ssh-key " + config.key_path));
+    impl->key = std::move(loaded.key);
+    impl->key_blob = std::move(loaded.blob);
   }
   impl->fingerprint = sshFingerprint(impl->key_blob);
   int p[2];
@@ -371,6 +405,19 @@ SshAgent::~SshAgent() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-const std::string& SshAgent::fingerprint() const { return impl_->fingerprint; }
+std::string SshAgent::fingerprint() const {
+  std::lock_guard lock(impl_->key_mu);
+  return impl_->fingerprint;
+}
+
+Result<std::string> SshAgent::rotateKey(std::string_view text) {
+  ASSIGN_OR_RETURN(LoadedKey loaded, loadKey(text, "ssh key"));
+  const std::string fp = sshFingerprint(loaded.blob);
+  std::lock_guard lock(impl_->key_mu);
+  impl_->key = std::move(loaded.key);
+  impl_->key_blob = std::move(loaded.blob);
+  impl_->fingerprint = fp;
+  return fp;
+}
 
 }  // namespace corral::net

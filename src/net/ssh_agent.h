@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/secret.h"
 #include "base/unique_fd.h"
 #include "net/open_tunnels.h"
 #include "net/proxy_server.h"
@@ -24,6 +25,9 @@ std::vector<std::string> scanHostKeys(const std::string& ip, uint16_t port, std:
 struct SshAgentConfig {
   std::string tag;                 // the run: every event carries it
   std::string key_path;            // an unencrypted OpenSSH ssh-ed25519 private key file, read at start
+  // Or the key file's text itself (a daemon credential record): used when set, and wiped
+  // once parsed; key_path then only names it in errors.
+  std::shared_ptr<Secret> key_text;
   UniqueFd listener;               // a listening UNIX stream socket (the sandbox's SSH_AUTH_SOCK)
   std::shared_ptr<const OpenTunnels> tunnels;  // the proxy's tcp-grant tunnels of this sandbox
   std::function<void(const ConnectionEvent&)> on_event;  // on the agent's thread
@@ -38,8 +42,11 @@ class SshAgent {
   ~SshAgent();
   SshAgent(const SshAgent&) = delete;
   SshAgent& operator=(const SshAgent&) = delete;
-  // "SHA256:<base64>", as ssh-keygen -l prints it.
-  const std::string& fingerprint() const;
+  // "SHA256:<base64>", as ssh-keygen -l prints it (of the key in use now).
+  std::string fingerprint() const;
+  // A new key (the text of an OpenSSH key file) signs from the next request on; the old one
+  // never again. A key that does not parse changes nothing. Returns the new fingerprint.
+  Result<std::string> rotateKey(std::string_view text);
 
   struct Impl;
 
@@ -50,5 +57,8 @@ class SshAgent {
 
 // "SHA256:<unpadded base64 of SHA-256(blob)>": OpenSSH's key fingerprint.
 std::string sshFingerprint(std::string_view key_blob);
+// The fingerprint of the key an OpenSSH private key file's text holds, when the agent can use
+// it (unencrypted, one ssh-ed25519 key); the error names what is wrong, never a byte of it.
+Result<std::string> sshKeyFileFingerprint(std::string_view text);
 
 }  // namespace corral::net
