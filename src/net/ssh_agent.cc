@@ -28,7 +28,6 @@
 #include "base/log.h"
 #include "base/read_fd.h"
 #include "base/secret.h"
-#include "base/sha256.h"
 #include "net/http_request.h"
 #include "net/ssh_agent_wire.h"
 
@@ -86,13 +85,6 @@ bool splitResolved(const std::string& resolved, std::string* ip, uint16_t* port)
 }
 
 }  // namespace
-
-std::string sshFingerprint(std::string_view key_blob) {
-  const Sha256Digest d = sha256(key_blob);
-  std::string b64 = audit::base64Encode(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
-  while (!b64.empty() && b64.back() == '=') b64.pop_back();
-  return "SHA256:" + b64;
-}
 
 std::vector<std::string> scanHostKeys(const std::string& ip, uint16_t port, std::string_view type) {
   std::vector<std::string> keys;
@@ -152,11 +144,6 @@ Result<LoadedKey> loadKey(std::string_view text, const std::string& what) {
 }
 
 }  // namespace
-
-Result<std::string> sshKeyFileFingerprint(std::string_view text) {
-  ASSIGN_OR_RETURN(LoadedKey k, loadKey(text, "ssh key"));
-  return sshFingerprint(k.blob);
-}
 
 struct SshAgent::Impl {
   SshAgentConfig config;
