@@ -83,28 +83,8 @@ Credentials::Reach Credentials::pushValue(int64_t owner, const std::string& name
 }
 
 Json Credentials::metadata(const CredentialRow& c) const {
-  if (isSshKeyRecord(c.header)) {
-    // The public key's fingerprint (what ssh-keygen -l shows) and the keyed one; never the key.
-    Json j = {{"name", c.name},
-              {"kind", kSshKeyKind},
-              {"owner_uid", c.owner_uid},
-              {"ssh_fingerprint", c.format},
-              {"fingerprint", c.fingerprint},
-              {"version", c.version},
-              {"created_at", c.created_at},
-              {"use_count", c.use_count},
-              {"active_leases", c.active_leases},
-              {"stale_leases", c.stale_leases}};
-    j["rotated_at"] = c.rotated_at ? Json(c.rotated_at) : Json(nullptr);
-    j["last_used_ms"] = c.last_used_ms ? Json(c.last_used_ms) : Json(nullptr);
-    return j;
-  }
   Json j = {{"name", c.name},
-            {"kind", "header"},
             {"owner_uid", c.owner_uid},
-            {"host", c.host},
-            {"header", c.header + ": " + c.format},
-            {"env", c.env},
             {"fingerprint", c.fingerprint},
             {"version", c.version},
             {"created_at", c.created_at},
@@ -113,6 +93,16 @@ Json Credentials::metadata(const CredentialRow& c) const {
             {"stale_leases", c.stale_leases}};
   j["rotated_at"] = c.rotated_at ? Json(c.rotated_at) : Json(nullptr);
   j["last_used_ms"] = c.last_used_ms ? Json(c.last_used_ms) : Json(nullptr);
+  if (isSshKeyRecord(c.header)) {
+    // The public key's fingerprint (what ssh-keygen -l shows) and the keyed one; never the key.
+    j["kind"] = kSshKeyKind;
+    j["ssh_fingerprint"] = c.format;
+    return j;
+  }
+  j["kind"] = "header";
+  j["host"] = c.host;
+  j["header"] = c.header + ": " + c.format;
+  j["env"] = c.env;
   return j;
 }
 
