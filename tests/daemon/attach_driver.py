@@ -61,6 +61,11 @@ def read_until(pattern, timeout=60):
     return None
 
 
+# An answer starts a line, or follows the prompt: the echo of a line typed ahead may come before
+# the previous command's prompt ("stty size\r\n$ 24 80").
+AFTER_LINE = rb"(?:\n|[#$] )"
+
+
 def type_line(text):
     os.write(master, text.encode() + b"\r")
 
@@ -83,17 +88,17 @@ def wait_status(timeout=60):
 
 if mode == "shell":
     type_line("echo $((6*7))")
-    answer = read_until(rb"\n(42)\r?\n")
+    answer = read_until(AFTER_LINE + rb"(42)\r?\n")
     type_line("stty size")
     sizes = []
-    m = read_until(rb"\n(\d+ \d+)\r?\n")
+    m = read_until(AFTER_LINE + rb"(\d+ \d+)\r?\n")
     sizes.append(m.group(1).decode() if m else None)
     set_size(master, 50, 132)
     os.kill(pid, signal.SIGWINCH)  # as the kernel does for a foreground job; sent again to be sure
     seen = None
     for _ in range(50):
         type_line("stty size")
-        m = read_until(rb"\n(\d+ \d+)\r?\n", 2)
+        m = read_until(AFTER_LINE + rb"(\d+ \d+)\r?\n", 2)
         if m and m.group(1) == b"50 132":
             seen = "50 132"
             break

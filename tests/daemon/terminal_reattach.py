@@ -198,7 +198,9 @@ if mode == "shell":
     # Resize works again after a re-attach.
     b.s.sendall(frame(RESIZE, struct.pack(">HH", 40, 120)))
     b.send(b"stty size\n")
-    size = b.until(rb"\r\n(\d+ \d+)\r\n").group(1).decode()
+    # The echo of what is typed may come before or after the last command's prompt: the answer
+    # follows one or the other.
+    size = b.until(rb"(?:\r\n|\$ )(\d+ \d+)\r\n").group(1).decode()
     b.close()
     # Control: once b has gone, an attach succeeds (so the refusal above was the one-client rule).
     wait_for(detached(n), "the terminal detached again")
@@ -287,7 +289,7 @@ elif mode == "cli":
     read_until(rb"after-the-6-drop")
     replayed = True
     os.write(fd, b"echo pid=$$\n")
-    pid2 = read_until(rb"\npid=(\d+)").group(1).decode()
+    pid2 = read_until(rb"(?:\n|\$ )pid=(\d+)").group(1).decode()  # after the echo, or the prompt that followed it
     os.write(fd, b"exit 4\n")
     _, st = os.waitpid(pid, 0)
     print(json.dumps({"pid1": pid1, "pid2": pid2, "replayed": replayed, "status": os.waitstatus_to_exitcode(st), "listed": listed}))
