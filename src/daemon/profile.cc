@@ -139,8 +139,6 @@ Result<Profile> parseProfile(std::string_view text) {
       if (s->contains(own)) return Error(Errc::kInvalidArgument, std::string("profile.session.") + own + ": not part of a profile");
     p.session = *s;
   }
-  // An ssh-key record is given per session (session create --ssh-key): not held by profiles yet.
-  if (p.session.contains("ssh_key")) return Error(Errc::kInvalidArgument, "profile.session.ssh_key: not part of a profile (yet)");
   auto spec = parseSessionSpec(p.session);
   if (!spec) return rebase(spec.error(), "profile.session");
   p.spec = std::move(*spec);
@@ -149,9 +147,10 @@ Result<Profile> parseProfile(std::string_view text) {
     if (!warm.is_number_integer() || warm.get<int64_t>() < 0 || warm.get<int64_t>() > kMaxWarm)
       return Error(Errc::kInvalidArgument, "profile.warm: expected an integer from 0 to " + std::to_string(kMaxWarm));
     p.warm = static_cast<uint32_t>(warm.get<int64_t>());
-    // A lease is opened for one session, by its creator: a sandbox waiting for nobody holds none.
-    if (p.warm > 0 && !p.spec.credentials.empty())
-      return Error(Errc::kInvalidArgument, "profile.warm: a profile that leases credentials cannot keep warm sandboxes");
+    // A lease is opened for one session, by its creator: a sandbox waiting for nobody holds none
+    // (an ssh key is leased like a header record).
+    if (p.warm > 0 && (!p.spec.credentials.empty() || p.spec.ssh_key))
+      return Error(Errc::kInvalidArgument, "profile.warm: a profile that leases credentials or an ssh key cannot keep warm sandboxes");
   }
   if (const Json* s = f.object("startup")) {
     StartupCommand st;
@@ -178,10 +177,19 @@ Result<SessionSpec> narrowProfile(const Profile& profile, const Json& overrides)
   // Grants or credentials given alone narrow the profile's proxy: read them as under it.
   Json as_given = overrides;
   if (as_given.is_object() && !as_given.contains("net") && p.net_proxy) as_given["net"] = "proxy";
+  // ssh_key is checked against the profile's below, not with the override's own grants.
+  if (as_given.is_object()) as_given.erase("ssh_key");
   ASSIGN_OR_RETURN(SessionSpec o, parseSessionSpec(as_given));
   SessionSpec out = p;
   auto has = [&](const char* k) { return overrides.contains(k); };
-  if (has("ssh_key")) return Error(Errc::kInvalidArgument, "body.ssh_key: not with a profile (yet)");
+  if (has("ssh_key")) {
+    // The profile's own record or nothing: another (or one a profile without any) widens it.
+    const Json& k = overrides["ssh_key"];
+    if (!k.is_string() || !checkCredentialName(k.get<std::string>()))
+      return Error(Errc::kInvalidArgument, "body.ssh_key: expected a credential name");
+    if (!p.ssh_key || *p.ssh_key != k.get<std::string>())
+      return widens("ssh_key", showString(k.get<std::string>()), p.ssh_key ? showString(*p.ssh_key) : std::string("none"));
+  }
   out.name = o.name;
   out.workspace_from = o.workspace_from;
   // Variables are added after the profile's (a later assignment of a key wins).
@@ -204,6 +212,7 @@ Result<SessionSpec> narrowProfile(const Profile& profile, const Json& overrides)
       out.allow.clear();
       out.allow_internal.clear();
       out.credentials.clear();
+      out.ssh_key.reset();
     }
   }
   if (has("allow")) {
@@ -222,6 +231,9 @@ Result<SessionSpec> narrowProfile(const Profile& profile, const Json& overrides)
   }
   if (!out.allow_internal.empty() && out.allow.empty())
     return Error(Errc::kInvalidArgument, "body.allow_internal: needs an allow grant by name");
+  // The key stays with the session unless net none drops it: an allow that leaves it no sshd is refused.
+  if (out.ssh_key && std::none_of(out.allow.begin(), out.allow.end(), [](const std::string& g) { return g.rfind("tcp://", 0) == 0; }))
+    return Error(Errc::kInvalidArgument, "body.allow: leaves the profile's ssh_key no tcp://host:port grant (the key signs only for servers behind one)");
   return out;
 }
 

@@ -50,7 +50,9 @@ Result<Profile> parseProfile(std::string_view text);
 // SessionCreate body without "profile"): each field given must be no wider than the
 // profile's: limits at most the profile's (its defaults when it names none), allow_weaker,
 // ro_binds, allow, allow_internal and credentials subsets of its own (a grant may be one its
-// wildcard covers), net "none" for a "proxy" profile, a ttl no longer. env adds variables (a
+// wildcard covers), net "none" for a "proxy" profile (dropping its grants, credentials and
+// ssh_key), ssh_key only the profile's own, a ttl no longer; a narrowed allow must keep a
+// tcp:// grant for the profile's ssh_key. env adds variables (a
 // value is no permission); name and workspace are the request's. A widening field is refused
 // (kRefused) with a message naming it and both values.
 Result<SessionSpec> narrowProfile(const Profile& profile, const Json& overrides);

@@ -113,5 +113,43 @@ TEST(ProfileNarrow, EachWideningIsRefusedNamingTheField) {
   ASSERT_TRUE(uncapped.ok());
 }
 
+// An ssh-key record in a profile: the checks of session create --ssh-key at add, and as an
+// override only the profile's own (a different one, or one a profile without any, widens it).
+TEST(ProfileSshKey, ParsedWithCreatesChecksAndNarrowedOnlyToItself) {
+  const char kGit[] = R"({"name": "git", "session": {"net": "proxy", "allow": ["tcp://git.example.test:22", "https://api.example.test"],
+                                                       "ssh_key": "gitkey"}})";
+  auto p = parseProfile(kGit);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->spec.ssh_key, std::optional<std::string>("gitkey"));
+  for (const char* bad : {R"({"name": "x", "session": {"ssh_key": "k"}})",
+                          R"({"name": "x", "session": {"net": "proxy", "allow": ["https://a.example"], "ssh_key": "k"}})",
+                          R"({"name": "x", "session": {"net": "proxy", "allow": ["tcp://a.example:22"], "ssh_key": "Bad"}})",
+                          R"({"name": "x", "session": {"net": "proxy", "allow": ["tcp://a.example:22"], "credentials": ["k"], "ssh_key": "k"}})",
+                          R"({"name": "x", "warm": 1, "session": {"net": "proxy", "allow": ["tcp://a.example:22"], "ssh_key": "k"}})"}) {
+    auto b = parseProfile(bad);
+    ASSERT_FALSE(b.ok()) << "accepted: " << bad;
+    EXPECT_EQ(b.error().message().rfind("profile.", 0), 0u) << b.error().message();
+  }
+  auto same = narrowProfile(*p, Json::parse(R"({"ssh_key": "gitkey", "allow": ["tcp://git.example.test:22"]})"));
+  ASSERT_TRUE(same.ok()) << same.error().message();
+  EXPECT_EQ(same->ssh_key, std::optional<std::string>("gitkey"));
+  auto kept = narrowProfile(*p, Json::parse("{}"));
+  ASSERT_TRUE(kept.ok()) << kept.error().message();
+  EXPECT_EQ(kept->ssh_key, std::optional<std::string>("gitkey"));
+  auto other = narrowProfile(*p, Json::parse(R"({"ssh_key": "other"})"));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().code(), static_cast<int>(Errc::kRefused));
+  EXPECT_NE(other.error().message().find("override ssh_key 'other'"), std::string::npos) << other.error().message();
+  auto added = narrowProfile(profile(), Json::parse(R"({"ssh_key": "gitkey"})"));
+  ASSERT_FALSE(added.ok());
+  EXPECT_EQ(added.error().code(), static_cast<int>(Errc::kRefused)) << added.error().message();
+  auto no_tcp = narrowProfile(*p, Json::parse(R"({"allow": ["https://api.example.test"]})"));
+  ASSERT_FALSE(no_tcp.ok()) << "an ssh key left without a tcp grant";
+  EXPECT_NE(no_tcp.error().message().find("tcp://"), std::string::npos) << no_tcp.error().message();
+  auto none = narrowProfile(*p, Json::parse(R"({"net": "none"})"));
+  ASSERT_TRUE(none.ok()) << none.error().message();
+  EXPECT_FALSE(none->ssh_key) << "net none drops the key with the grants";
+}
+
 }  // namespace
 }  // namespace corral::daemon

@@ -8,6 +8,7 @@
 // daemon, real sshd (tests/security/tcp_servers.py in the test's private network namespace),
 // real git and ssh, and the hostile agent client of the exec claim (ssh_agent_attack.py).
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +71,15 @@ std::string sshKeygenFingerprint(const std::string& pub) {
   RunResult fp = corral::testing::run({"/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", pub});
   std::string s = fp.out.substr(fp.out.find(' ') + 1);
   return s.substr(0, s.find(' '));
+}
+
+// A profile's "limits" member naming what this host's daemon cannot enforce (rootless: the
+// uncapped workspace), so that a create from it needs no widening override; "" as root.
+std::string weakerLimits() {
+  std::string w;
+  for (const std::string& o : Daemon::hostSessionOptions())
+    if (o != "--allow-weaker") w += (w.empty() ? "" : ", ") + ("\"" + o + "\"");
+  return w.empty() ? "" : R"("limits": {"allow_weaker": [)" + w + "]}, ";
 }
 
 // ---- records: kinds and validation (no sshd needed) ----
@@ -152,18 +162,79 @@ TEST(DaemonSshKeyRecords, AHeaderRecordAsSshKeyAndAnSshKeyRecordAsCredentialAreR
   RunResult no_tcp = t.cli(no_tcp_args);
   EXPECT_NE(no_tcp.exit_code, 0) << no_tcp.describe();
   EXPECT_NE(no_tcp.err.find("tcp://"), std::string::npos) << no_tcp.err;
-  // Profiles do not hold ssh keys yet: neither in a profile nor as an override is it dropped silently.
-  t.keys.write("p.json", R"({"name": "p", "session": {"net": "proxy", "allow": ["tcp://git.example.test:22"]}})");
-  t.keys.write("q.json", R"({"name": "q", "session": {"net": "proxy", "allow": ["tcp://git.example.test:22"], "ssh_key": "key"}})");
+  // A profile naming it is held to the same checks: no tcp grant or a warm count is refused at
+  // add; an override may give only the profile's own key (another, or one for a profile
+  // without any, widens it: 422, exit 125); a missing record is refused at create.
+  const std::string lim = weakerLimits();
+  t.keys.write("p.json", R"({"name": "p", "session": {)" + lim + R"("net": "proxy", "allow": ["tcp://git.example.test:22"]}})");
+  t.keys.write("q.json", R"({"name": "q", "session": {)" + lim + R"("net": "proxy", "allow": ["tcp://git.example.test:22"], "ssh_key": "nokey"}})");
+  t.keys.write("r.json", R"({"name": "r", "session": {"net": "proxy", "allow": ["https://api.example.test"], "ssh_key": "key"}})");
+  t.keys.write("w.json", R"({"name": "w", "warm": 1, "session": {"net": "proxy", "allow": ["tcp://git.example.test:22"], "ssh_key": "key"}})");
   ASSERT_EQ(t.cli({"profile", "add", t.keys / "p.json"}).exit_code, 0);
-  RunResult in_profile = t.cli({"profile", "add", t.keys / "q.json"});
-  EXPECT_NE(in_profile.exit_code, 0) << in_profile.describe();
+  ASSERT_EQ(t.cli({"profile", "add", t.keys / "q.json"}).exit_code, 0);
+  RunResult profile_no_tcp = t.cli({"profile", "add", t.keys / "r.json"});
+  EXPECT_EQ(profile_no_tcp.exit_code, 125) << profile_no_tcp.describe();
+  EXPECT_NE(profile_no_tcp.err.find("profile.session.ssh_key: needs an allow tcp://"), std::string::npos) << profile_no_tcp.err;
+  RunResult profile_warm = t.cli({"profile", "add", t.keys / "w.json"});
+  EXPECT_EQ(profile_warm.exit_code, 125) << claim(kClaim, "a warm pool would hold an ssh key for nobody") << profile_warm.describe();
+  EXPECT_NE(profile_warm.err.find("profile.warm"), std::string::npos) << profile_warm.err;
   RunResult with_profile = t.cli({"session", "create", "--profile", "p", "--ssh-key", "key"});
-  EXPECT_NE(with_profile.exit_code, 0) << with_profile.describe();
-  EXPECT_NE(with_profile.err.find("ssh_key"), std::string::npos) << with_profile.err;
+  EXPECT_EQ(with_profile.exit_code, 125) << claim(kClaim, "an override added an ssh key") << with_profile.describe();
+  EXPECT_NE(with_profile.err.find("override ssh_key 'key' widens the profile's none"), std::string::npos) << with_profile.err;
+  RunResult missing = t.cli({"session", "create", "--profile", "q"});
+  EXPECT_EQ(missing.exit_code, 125) << missing.describe();
+  EXPECT_NE(missing.err.find("no credential 'nokey' of uid " + std::to_string(::geteuid())), std::string::npos) << missing.err;
+  RunResult other_key = t.cli({"session", "create", "--profile", "q", "--ssh-key", "key"});
+  EXPECT_EQ(other_key.exit_code, 125) << claim(kClaim, "an override swapped the profile's key") << other_key.describe();
+  EXPECT_NE(other_key.err.find("override ssh_key 'key' widens the profile's 'nokey'"), std::string::npos) << other_key.err;
+  // The API's statuses: 422 for the widening override (as every widening), 400 for the missing record.
+  EXPECT_EQ(t.d.curl("POST", "/v1/sessions", R"({"profile": "p", "ssh_key": "key"})").status, 422);
+  EXPECT_EQ(t.d.curl("POST", "/v1/sessions", R"({"profile": "q"})").status, 400);
+  for (const RunResult* r : {&profile_no_tcp, &profile_warm, &missing, &other_key}) EXPECT_EQ(std::count(r->err.begin(), r->err.end(), '\n'), 1) << r->err;
   for (const RunResult* r : {&as_cred, &as_key, &no_proxy, &no_tcp, &with_profile}) EXPECT_EQ(std::count(r->err.begin(), r->err.end(), '\n'), 1) << r->err;
   RunResult ls = t.cli({"session", "ls", "--json"});
   EXPECT_EQ(ls.out.find("\"id\""), std::string::npos) << "no session was made: " << ls.out;
+}
+
+// Profiles are their owner's, and so is the record a profile names: it is leased from the
+// creator's records, who is always the profile's owner. uid 65534 can neither use root's
+// profile nor, with a profile of its own naming root's record, root's record.
+TEST(DaemonSshKeyRecords, AnotherUidsProfileNamingRootsRecordGetsNoKey) {
+  CORRAL_REQUIRE_ROOT("the test connects as uid 65534 to a root daemon");
+  TempDir keys{"sshrec-keys"};
+  Daemon d({"--allow-group", "nogroup"});
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  ASSERT_TRUE(makeKey(keys, "key"));
+  ASSERT_EQ(d.cli({"credential", "add", "key", "--ssh-key", "--from-file", keys / "key"}).exit_code, 0);
+  ASSERT_EQ(::chmod(d.stateDir().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(keys.path().c_str(), 0755), 0);
+  const std::string doc = R"({"name": "git", "session": {"net": "proxy", "allow": ["tcp://git.example.test:22"], "ssh_key": "key"}})";
+  keys.write("git.json", doc, 0644);
+  ASSERT_EQ(d.cli({"profile", "add", keys / "git.json"}).exit_code, 0);
+  auto as_nobody = [&](const Args& args) {
+    Args argv = {corralBin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions o;
+    o.as_user = kNobody;
+    o.env_extra = {"CORRAL_SOCKET=" + d.socket()};
+    return run(argv, o);
+  };
+  RunResult roots = as_nobody({"session", "create", "--profile", "git"});
+  EXPECT_EQ(roots.exit_code, 125) << claim(kClaim, "uid 65534 used root's profile") << roots.describe();
+  EXPECT_NE(roots.err.find("no profile 'git'"), std::string::npos) << roots.err;
+  ASSERT_EQ(as_nobody({"profile", "add", keys / "git.json"}).exit_code, 0);
+  RunResult own = as_nobody({"session", "create", "--profile", "git"});
+  EXPECT_EQ(own.exit_code, 125) << claim(kClaim, "uid 65534's profile leased root's ssh key") << own.describe();
+  EXPECT_NE(own.err.find("no credential 'key' of uid 65534"), std::string::npos) << own.err;
+  EXPECT_EQ(std::count(own.err.begin(), own.err.end(), '\n'), 1) << own.err;
+  EXPECT_EQ(nlohmann::json::parse(d.cli({"credential", "show", "key", "--json"}).out, nullptr, false)["active_leases"], 0);
+  // The control: root's own profile leases root's record.
+  RunResult control = d.cli({"session", "create", "--profile", "git", "--json"});
+  ASSERT_EQ(control.exit_code, 0) << control.describe() << d.stderrText();
+  auto made = nlohmann::json::parse(control.out, nullptr, false);
+  EXPECT_EQ(made["ssh_key"], "key") << control.out;
+  EXPECT_EQ(nlohmann::json::parse(d.cli({"credential", "show", "key", "--json"}).out, nullptr, false)["active_leases"], 1);
+  EXPECT_EQ(d.cli({"session", "rm", made["id"].get<std::string>()}).exit_code, 0);
 }
 
 // ---- sessions with the record, against a real sshd ----
@@ -201,7 +272,10 @@ class SshKeySessions : public TcpServersFixture {
     EXPECT_EQ(r.exit_code, 0) << r.describe() << d_->stderrText();
     std::string id = r.out;
     while (!id.empty() && id.back() == '\n') id.pop_back();
-    if (id.empty()) return id;
+    if (!id.empty()) prepare(id, server_key);
+    return id;
+  }
+  void prepare(const std::string& id, bool server_key = false) {
     TempDir in("sshrec-in");
     in.write("known_hosts", dir_->read("known_hosts"));
     in.write("attack.py", readHostFile(std::string(CORRAL_SOURCE_DIR) + "/tests/security/ssh_agent_attack.py"));
@@ -211,7 +285,9 @@ class SshKeySessions : public TcpServersFixture {
         EXPECT_EQ(cli({"session", "cp", in / f, id + ":" + f}).exit_code, 0);
       }
     }
-    return id;
+  }
+  std::string repoUrl() {
+    return "ssh://" + ports_["user"].get<std::string>() + "@git.corp.test:" + port("ssh") + ports_["repo"].get<std::string>();
   }
   RunResult inside(const std::string& id, const std::string& script) {
     RunResult r = sessionExec(*d_, id, {"sh", "-c", script});
@@ -363,6 +439,41 @@ TEST_F(DaemonSshKeyRecordsSessions, RotationReachesTheRunningSessionsAgent) {
   // The sshd does not know the new key: the login through the agent is now refused by it.
   RunResult login = inside(id, agentSsh() + " " + ports_["user"].get<std::string>() + "@git.corp.test true; echo rc=$?");
   EXPECT_NE(login.out.find("rc=255"), std::string::npos) << login.describe();
+}
+
+// A profile naming the record: a create from it gets the agent (git push over ssh through it,
+// counted on the record) and is made cold, never from a warm pool (the answer says so).
+TEST_F(DaemonSshKeyRecordsSessions, AProfileNamingTheRecordPushesThroughTheSessionsAgentAndIsNotPooled) {
+  TempDir files("sshrec-profile");
+  nlohmann::json doc = {{"name", "git"},
+                        {"session", {{"net", "proxy"}, {"allow", {grant("git.corp.test", "ssh")}}, {"allow_internal", {kInternal}},
+                                     {"ssh_key", "gitkey"}}}};
+  for (const std::string& o : Daemon::hostSessionOptions())
+    if (o != "--allow-weaker") doc["session"]["limits"]["allow_weaker"].push_back(o);
+  files.write("git.json", doc.dump());
+  RunResult added = cli({"profile", "add", files / "git.json", "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.describe();
+  RunResult made = cli({"session", "create", "--profile", "git", "--ssh-key", "gitkey", "--json"});
+  ASSERT_EQ(made.exit_code, 0) << made.describe() << d_->stderrText();
+  auto j = nlohmann::json::parse(made.out, nullptr, false);
+  EXPECT_EQ(j["ssh_key"], "gitkey") << made.out;
+  EXPECT_EQ(j["profile"], "git") << made.out;
+  EXPECT_EQ(j["warm"], false) << "a session holding an ssh key came from a pool: " << made.out;
+  const std::string id = j["id"].get<std::string>();
+  prepare(id);
+  EXPECT_EQ(record()["active_leases"], 1);
+  RunResult r = inside(id, "set -e; test -S \"$SSH_AUTH_SOCK\"; export GIT_SSH_COMMAND=\"" + agentSsh() + "\"; "
+                           "git clone -q " + repoUrl() + " /tmp/c; cd /tmp/c; echo p > PROFILE; git add PROFILE; "
+                           "git -c user.name=t -c user.email=t@t commit -q -m 'pushed from a profile session'; "
+                           "git push -q origin HEAD:main; echo push-ok");
+  ASSERT_EQ(r.exit_code, 0) << claim(kClaim, "git push from a profile's session failed") << r.describe() << dir_->read("sshd.log");
+  EXPECT_EQ(r.out, "push-ok\n") << r.describe();
+  RunResult log = corral::testing::run({"/usr/bin/git", "-c", "safe.directory=*", "--git-dir=" + ports_["repo"].get<std::string>(), "log",
+                                        "-1", "--format=%s", "main"});
+  EXPECT_EQ(log.out, "pushed from a profile session\n") << log.describe();
+  EXPECT_TRUE(eventually([&] { return record()["use_count"].get<int64_t>() >= 2; })) << record().dump();
+  ASSERT_EQ(cli({"session", "rm", id}).exit_code, 0);
+  EXPECT_EQ(record()["active_leases"], 0);
 }
 
 }  // namespace
