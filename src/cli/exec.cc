@@ -95,6 +95,14 @@ int finish(const ExecInvocation& inv, const UniqueFd& report_fd, sandbox::RunRep
   return report.exit_code;
 }
 
+// --net proxy's egress, started the same way for both backends (none without --net proxy).
+Result<std::unique_ptr<ExecEgress>> startEgress(ExecInvocation& inv, const ExecEnvironment& env) {
+  if (!inv.net_proxy) return std::unique_ptr<ExecEgress>();
+  auto started = env.start_egress(inv);
+  if (!started) return started.error().wrap("--net proxy");
+  return std::move(*started);
+}
+
 // --backend vm: run_vm refuses what the VM cannot honour before anything starts. A run
 // under TCG says so on stderr: it is the weaker choice the caller accepted. --net proxy
 // starts the same egress proxy as the namespace backend; the VM relays to its channel.
@@ -104,15 +112,12 @@ int runVmBackend(ExecInvocation& inv, const ExecEnvironment& env, const UniqueFd
   else if (!env.run_vm) failed.error = "--backend vm: this corral binary has no VM backend";
   else if (inv.ssh_key) failed.error = "--ssh-key: not with --backend vm (its agent socket would be a host file shared with the guest)";
   if (!failed.error.empty()) return finish(inv, report_fd, failed);
-  std::unique_ptr<ExecEgress> egress;
-  if (inv.net_proxy) {
-    auto started = env.start_egress(inv);
-    if (!started) {
-      failed.error = "--net proxy: " + started.error().message();
-      return finish(inv, report_fd, failed);
-    }
-    egress = std::move(*started);
+  auto started = startEgress(inv, env);
+  if (!started) {
+    failed.error = started.error().message();
+    return finish(inv, report_fd, failed);
   }
+  std::unique_ptr<ExecEgress> egress = std::move(*started);
   auto run = env.run_vm(inv);
   if (!run) {
     failed.error = run.error().message();
@@ -153,15 +158,12 @@ int execMain(const std::vector<std::string>& args, const ExecEnvironment& env) {
     return finish(inv, report_fd, failed);
   }
   if (inv.backend_vm) return runVmBackend(inv, env, report_fd);
-  std::unique_ptr<ExecEgress> egress;
-  if (inv.net_proxy) {
-    auto started = env.start_egress(inv);
-    if (!started) {
-      failed.error = "--net proxy: " + started.error().message();
-      return finish(inv, report_fd, failed);
-    }
-    egress = std::move(*started);
+  auto started = startEgress(inv, env);
+  if (!started) {
+    failed.error = started.error().message();
+    return finish(inv, report_fd, failed);
   }
+  std::unique_ptr<ExecEgress> egress = std::move(*started);
   sandbox::RunOptions options{.timing = inv.timing, .before_command = {}};
   if (egress) options.before_command = [&egress](int signals) -> Result<void> {
     auto ready = egress->ready(signals);

@@ -2,15 +2,10 @@
 // Splitting and %-decoding a request's target.
 #include "daemon/request_target.h"
 
+#include "base/hex.h"
+
 namespace corral::daemon {
 namespace {
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // A file path's segment, %XX-decoded: one whole name (no '/', no NUL), or false.
 bool percentDecode(std::string& part) {

@@ -4,15 +4,10 @@
 
 #include <algorithm>
 
+#include "base/hex.h"
+
 namespace corral::net {
 namespace {
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // 15 hex digits keep the size below 2^60: no overflow, and more than any body we relay.
 constexpr size_t kMaxSizeDigits = 15;
