@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -82,7 +83,9 @@ class Daemon:
     """One `corral daemon` on its own state directory and socket."""
 
     def __init__(self, corral: Path, state: Path, extra: list[str], label: str):
-        self.corral, self.state, self.extra, self.label = corral, state, extra, label
+        # --stop-sessions: its SIGTERM ends every session and warm-pool member it still has
+        # (their shims, cgroups and loop-mounted workspaces), so the bench leaves nothing behind.
+        self.corral, self.state, self.extra, self.label = corral, state, ["--stop-sessions", *extra], label
         self.sock = str(state.parent / f"{state.name}.sock")
         self.proc: subprocess.Popen | None = None
         self.log = state.parent / f"{state.name}.log"
@@ -111,7 +114,16 @@ class Daemon:
             self.proc.wait()
 
     def stop(self) -> None:
+        """Removes its sessions, then SIGTERM (which, with --stop-sessions, ends the rest)."""
         if self.proc and self.proc.poll() is None:
+            try:
+                for s in call_json(self.sock, "GET", "/v1/sessions").get("sessions", []):
+                    try:
+                        self.remove(s["id"])
+                    except (OSError, RuntimeError) as e:
+                        log(f"daemon {self.label}: {e}")
+            except (OSError, RuntimeError, ValueError) as e:
+                log(f"daemon {self.label}: could not list its sessions: {e}")
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
@@ -257,6 +269,29 @@ class Podman:
 # ---------------------------------------------------------------------------------------
 
 
+def mounts_under(root: Path) -> list[str]:
+    """Mount points at or below root (/proc/self/mounts, its octal escapes decoded)."""
+    out = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        mp = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])
+        if mp == str(root) or mp.startswith(str(root) + "/"):
+            out.append(mp)
+    return out
+
+
+def stop_all(daemons: list[Daemon], *dirs: Path) -> None:
+    """Stops every daemon (their sessions and pool members removed), then removes the state
+    directories; a mount still there is reported, never deleted through."""
+    for d in daemons:
+        d.stop()
+    for root in dirs:
+        left = mounts_under(root)
+        if left:
+            log(f"still mounted under {root}, not removed: {' '.join(left)}")
+            continue
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def pool_ready(d: Daemon, want: int, timeout: float = 20.0) -> bool:
     """Waits until the daemon's warm pool holds `want` sandboxes (GET /v1/pool)."""
     deadline = time.perf_counter() + timeout
@@ -349,6 +384,7 @@ def main() -> int:
     podman: Podman | None = None
     rows: dict[str, list[float]] = {}
     labels: dict[str, str] = {}
+    shm_dir: Path | None = None
     try:
         disk = Daemon(corral, base / "state-disk", [], "disk")
         shm_dir = Path(tempfile.mkdtemp(prefix="corral-daemon-bench-", dir="/dev/shm"))
@@ -496,9 +532,7 @@ def main() -> int:
     finally:
         if podman:
             podman.stop()
-        for d in daemons:
-            d.stop()
-        shutil.rmtree(base, ignore_errors=True)
+        stop_all(daemons, base, *([shm_dir] if shm_dir else []))
 
     report = render(rows, labels, idle, skipped, notes, args, podman.version() if podman else "")
     if args.json:
