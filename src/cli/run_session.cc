@@ -86,6 +86,11 @@ Result<void> checkEgress(ApiClient& api, const std::string& id, const Json& s, c
   if (const auto binds = stringList(s, "ro_binds"); !binds.empty())
     return broader("ro_binds lists " + policy::printable(binds[0].substr(0, binds[0].find(':'))) +
                    ", and a manifest grants no read-only binds");
+  // A manifest has no SSH keys to give: a session whose agent would sign for its commands is
+  // broader than any manifest.
+  if (s.contains("ssh_key") && s["ssh_key"].is_string())
+    return broader("ssh_key gives its commands an SSH agent with the key '" + policy::printable(s["ssh_key"].get<std::string>()) +
+                   "', and a manifest grants no SSH keys");
   for (const std::string& g : stringList(s, "allow"))
     if (!contains(m.network.allow, g)) return broader("allow grants " + policy::printable(g) + ", not in the manifest's network.allow");
   for (const std::string& c : stringList(s, "allow_internal"))

@@ -17,7 +17,8 @@ constexpr auto kMaxBackoff = std::chrono::seconds(60);
 }  // namespace
 
 std::optional<std::string> WarmPool::keyOf(const SessionSpec& spec, int64_t owner) {
-  if (!spec.credentials.empty()) return std::nullopt;
+  // A leased secret or key is bound to one session at its start: never pooled.
+  if (!spec.credentials.empty() || spec.ssh_key) return std::nullopt;
   SessionSpec shape = spec;
   shape.name.reset();
   shape.ttl.reset();

@@ -203,6 +203,29 @@ TEST(DaemonRunSessionWithinManifest, ASessionLeasingACredentialTheManifestDoesNo
   expectRefused(t, id, "credentials leases 'gh'");
 }
 
+TEST(DaemonRunSessionWithinManifest, ASessionWithAnSshKeyRecordIsRefused) {
+  SessionRun t;
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  TempDir keys("runsshkey");
+  RunResult gen = corral::testing::run({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "t", "-f", keys / "k"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.describe();
+  ASSERT_EQ(t.d.cli({"credential", "add", "deploy", "--ssh-key", "--from-file", keys / "k"}).exit_code, 0);
+  // The manifest grants the session's one destination: only the key makes the session broader.
+  t.f.manifest["network"] = {{"allow", {"tcp://git.example.com:22"}}};
+  const std::string with_key = t.d.createSession({"--net", "proxy", "--allow", "tcp://git.example.com:22", "--ssh-key", "deploy"});
+  ASSERT_FALSE(with_key.empty());
+  expectRefused(t, with_key, "ssh_key gives its commands an SSH agent with the key 'deploy'");
+  EXPECT_TRUE(t.commands(with_key).empty());
+  // Control: the same session without the key runs.
+  const std::string without = t.d.createSession({"--net", "proxy", "--allow", "tcp://git.example.com:22"});
+  ASSERT_FALSE(without.empty());
+  t.f.replies.clear();
+  t.f.reply({sh("echo ran")});
+  t.f.reply({call("finish", {{"summary", "done"}})});
+  RunResult ok = t.run(without);
+  EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+}
+
 TEST(DaemonRunSessionWithinManifest, AnUnknownSessionIsRefused) {
   SessionRun t;
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
