@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <mutex>
 
 #include "audit/base64.h"
 #include "base/read_fd.h"
@@ -101,6 +102,25 @@ Result<void> writeStdin(int fd, std::string_view data, int64_t n) {
   return {};
 }
 
+// The shim keeps a copy of every command's stdin and terminal (shim_loop.cc): a daemon that has
+// none of a command's (it restarted since the command started) gets it back from the shim, over
+// the control link (SCM_RIGHTS), for the caller's own command only. Callers hold ioMutex() over
+// this and their first use, so two requests racing after a restart get one copy between them.
+std::mutex& ioMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+Result<void> reobtain(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir) {
+  const bool tty = kind == CommandIo::Kind::kTerminal;
+  if (commandIo().has(id, n) || (tty && !terminalHold().describe(id, n).is_null())) return {};
+  auto fd = ctx.sessions.commandIoFromShim(peer, id, n, tty);
+  if (!fd) return fd.error().code() == static_cast<int>(kConflict) ? Result<void>{} : Result<void>(fd.error());  // none: the usual 409 follows
+  ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+  commandIo().putIfAbsent(id, n, kind, std::move(*fd), dir);
+  return {};
+}
+
 // POST .../stdin: the streamed body into the pipe; it stays open for the next POST. DELETE
 // closes it (the command reads end of file).
 ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string& id, int64_t n) {
@@ -108,13 +128,26 @@ ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string
   if (!dir) return errorResponse(dir.error());
   if (req.method == "DELETE") {
     if (!req.body.empty()) return errorResponse(400, "invalid_request", "DELETE takes no body");
-    auto fd = commandIo().take(id, n, CommandIo::Kind::kStdin);
-    if (!fd) return errorResponse(fd.error());
+    // Every copy: the daemon's (refused while a POST writes to it) and the shim's.
+    std::lock_guard lock(ioMutex());
+    const bool here = commandIo().has(id, n);
+    if (here) {
+      auto fd = commandIo().take(id, n, CommandIo::Kind::kStdin);
+      if (!fd) return errorResponse(fd.error());
+    }
+    auto in_shim = ctx.sessions.closeCommandIoInShim(req.peer, id, n, false);
+    if (!in_shim) return errorResponse(in_shim.error());
+    if (!here && !*in_shim) return errorResponse(commandIo().take(id, n, CommandIo::Kind::kStdin).error());  // the usual 409
     return {200, Json{{"id", n}, {"session", id}, {"stdin", "closed"}}, nullptr};
   }
   if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST, DELETE");
   if (!req.body_stream) return errorResponse(400, "invalid_request", "a body is required");
-  auto fd = commandIo().borrow(id, n, CommandIo::Kind::kStdin);
+  Result<int> fd = Error(kConflict, "");
+  {
+    std::lock_guard lock(ioMutex());
+    if (auto got = reobtain(ctx, req.peer, id, n, CommandIo::Kind::kStdin, *dir); !got) return errorResponse(got.error());
+    fd = commandIo().borrow(id, n, CommandIo::Kind::kStdin);
+  }
   if (!fd) return errorResponse(fd.error());
   Result<void> wrote;
   auto got = req.body_stream([&](std::string_view piece) -> Result<void> {
@@ -137,7 +170,12 @@ ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::str
     return errorResponse(426, "upgrade_required", std::string("a terminal is an upgraded connection: Connection: Upgrade, Upgrade: ") + terminal::kProtocol);
   auto dir = ctx.sessions.commandDir(req.peer, id, n);  // the caller's command, or 404
   if (!dir) return errorResponse(dir.error());
-  auto claim = terminalHold().attach(id, n, *dir);
+  Result<TerminalHold::Claim> claim = Error(kConflict, "");
+  {
+    std::lock_guard lock(ioMutex());
+    if (auto got = reobtain(ctx, req.peer, id, n, CommandIo::Kind::kTerminal, *dir); !got) return errorResponse(got.error());
+    claim = terminalHold().attach(id, n, *dir);
+  }
   if (!claim) {
     if (::access((*dir + "/status.json").c_str(), F_OK) == 0)
       return errorResponse(409, "conflict", "command " + std::to_string(n) + " has ended and no terminal of it is kept: its report is GET .../commands/" + std::to_string(n));
@@ -182,6 +220,8 @@ ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::str
     } else {
       terminalHold().forget(held->id, held->n);
       r.master.reset();  // a hangup for the command (a protocol error), or nothing left to hold
+      // The shim's copy too, or a protocol error would hang nothing up (an ended command's is gone).
+      if (end.why == RelayEnd::kRefused) (void)sessions.closeCommandIoInShim(peer, held->id, held->n, true);
     }
     (void)sessions.command(peer, held->id, held->n);  // its end recorded (and its event sent) at once
   };
