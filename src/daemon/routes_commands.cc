@@ -121,6 +121,15 @@ Result<void> reobtain(ApiContext& ctx, const Peer& peer, const std::string& id, 
   return {};
 }
 
+// use() (the command's first use of its stdin or terminal) after reobtain(), both under ioMutex().
+template <typename Use>
+auto withCommandIo(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir,
+                   Use use) -> decltype(use()) {
+  std::lock_guard lock(ioMutex());
+  RETURN_IF_ERROR(reobtain(ctx, peer, id, n, kind, dir));
+  return use();
+}
+
 // POST .../stdin: the streamed body into the pipe; it stays open for the next POST. DELETE
 // closes it (the command reads end of file).
 ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string& id, int64_t n) {
@@ -142,12 +151,8 @@ ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string
   }
   if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST, DELETE");
   if (!req.body_stream) return errorResponse(400, "invalid_request", "a body is required");
-  Result<int> fd = Error(kConflict, "");
-  {
-    std::lock_guard lock(ioMutex());
-    if (auto got = reobtain(ctx, req.peer, id, n, CommandIo::Kind::kStdin, *dir); !got) return errorResponse(got.error());
-    fd = commandIo().borrow(id, n, CommandIo::Kind::kStdin);
-  }
+  auto fd = withCommandIo(ctx, req.peer, id, n, CommandIo::Kind::kStdin, *dir,
+                          [&] { return commandIo().borrow(id, n, CommandIo::Kind::kStdin); });
   if (!fd) return errorResponse(fd.error());
   Result<void> wrote;
   auto got = req.body_stream([&](std::string_view piece) -> Result<void> {
@@ -170,12 +175,7 @@ ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::str
     return errorResponse(426, "upgrade_required", std::string("a terminal is an upgraded connection: Connection: Upgrade, Upgrade: ") + terminal::kProtocol);
   auto dir = ctx.sessions.commandDir(req.peer, id, n);  // the caller's command, or 404
   if (!dir) return errorResponse(dir.error());
-  Result<TerminalHold::Claim> claim = Error(kConflict, "");
-  {
-    std::lock_guard lock(ioMutex());
-    if (auto got = reobtain(ctx, req.peer, id, n, CommandIo::Kind::kTerminal, *dir); !got) return errorResponse(got.error());
-    claim = terminalHold().attach(id, n, *dir);
-  }
+  auto claim = withCommandIo(ctx, req.peer, id, n, CommandIo::Kind::kTerminal, *dir, [&] { return terminalHold().attach(id, n, *dir); });
   if (!claim) {
     if (::access((*dir + "/status.json").c_str(), F_OK) == 0)
       return errorResponse(409, "conflict", "command " + std::to_string(n) + " has ended and no terminal of it is kept: its report is GET .../commands/" + std::to_string(n));
