@@ -6,6 +6,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -104,11 +105,14 @@ Result<void> writeStdin(int fd, std::string_view data, int64_t n) {
 
 // The shim keeps a copy of every command's stdin and terminal (shim_loop.cc): a daemon that has
 // none of a command's (it restarted since the command started) gets it back from the shim, over
-// the control link (SCM_RIGHTS), for the caller's own command only. Callers hold ioMutex() over
+// the control link (SCM_RIGHTS), for the caller's own command only. Callers hold ioMutex(id) over
 // this and their first use, so two requests racing after a restart get one copy between them.
-std::mutex& ioMutex() {
-  static std::mutex mu;
-  return mu;
+// One lock of 64 by session id: a shim slow to answer holds up its own sessions' requests (and
+// the few that share its stripe), not every session's.
+std::mutex& ioMutex(const std::string& session) {
+  // cppcheck-suppress constVariable ; a mutex is locked through the reference returned
+  static std::mutex stripes[64];
+  return stripes[std::hash<std::string>{}(session) % 64];
 }
 
 Result<void> reobtain(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir) {
@@ -121,11 +125,11 @@ Result<void> reobtain(ApiContext& ctx, const Peer& peer, const std::string& id, 
   return {};
 }
 
-// use() (the command's first use of its stdin or terminal) after reobtain(), both under ioMutex().
+// use() (the command's first use of its stdin or terminal) after reobtain(), both under ioMutex(id).
 template <typename Use>
 auto withCommandIo(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir,
                    Use use) -> decltype(use()) {
-  std::lock_guard lock(ioMutex());
+  std::lock_guard lock(ioMutex(id));
   RETURN_IF_ERROR(reobtain(ctx, peer, id, n, kind, dir));
   return use();
 }
@@ -138,7 +142,7 @@ ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string
   if (req.method == "DELETE") {
     if (!req.body.empty()) return errorResponse(400, "invalid_request", "DELETE takes no body");
     // Every copy: the daemon's (refused while a POST writes to it) and the shim's.
-    std::lock_guard lock(ioMutex());
+    std::lock_guard lock(ioMutex(id));
     const bool here = commandIo().has(id, n);
     if (here) {
       auto fd = commandIo().take(id, n, CommandIo::Kind::kStdin);
