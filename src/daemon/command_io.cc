@@ -11,6 +11,22 @@ namespace corral::daemon {
 
 void CommandIo::put(const std::string& session, int64_t cmd, Kind kind, UniqueFd fd, std::string dir) {
   std::lock_guard lock(mu_);
+  putLocked(session, cmd, kind, std::move(fd), std::move(dir));
+}
+
+bool CommandIo::putIfAbsent(const std::string& session, int64_t cmd, Kind kind, UniqueFd fd, std::string dir) {
+  std::lock_guard lock(mu_);
+  if (entries_.count({session, cmd})) return false;
+  putLocked(session, cmd, kind, std::move(fd), std::move(dir));
+  return true;
+}
+
+bool CommandIo::has(const std::string& session, int64_t cmd) {
+  std::lock_guard lock(mu_);
+  return entries_.count({session, cmd}) != 0;
+}
+
+void CommandIo::putLocked(const std::string& session, int64_t cmd, Kind kind, UniqueFd fd, std::string dir) {
   // Ended commands and removed sessions give theirs up here, so idle entries cannot pile up.
   std::erase_if(entries_, [](const auto& kv) {
     const Entry& e = kv.second;
@@ -24,7 +40,7 @@ Result<CommandIo::Entry*> CommandIo::find(const std::string& session, int64_t cm
   const char* what = kind == Kind::kStdin ? "an open stdin" : "a terminal to attach";
   if (it == entries_.end() || it->second.kind != kind)
     return Error(kConflict, "command " + std::to_string(cmd) + " has no " + std::string(kind == Kind::kStdin ? "open stdin" : "terminal") +
-                                " (none was asked for, it was used up, or the daemon restarted since)");
+                                " (none was asked for, or it was closed)");
   if (it->second.lent) return Error(kConflict, "command " + std::to_string(cmd) + ": " + what + " is in use by another request");
   return &it->second;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The daemon's ends of commands' stdin pipes and terminals, by session and command: held from
-// the command's start until a request uses them up. They live in the daemon's memory only (a
-// restarted daemon has none: the command sees end of file, or its terminal hangs up).
+// the command's start until a request uses them up. The shim keeps a copy of each (shim_loop.cc),
+// so a daemon's death is no end of file or hangup: a restarted daemon, which starts with none
+// here, gets them back from the shim on the first request that needs one (routes_commands.cc).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,9 @@ class CommandIo {
   // dir: the command's spool directory (an entry whose command has ended, or whose session is
   // gone, is closed at the next put).
   void put(const std::string& session, int64_t cmd, Kind kind, UniqueFd fd, std::string dir);
+  // put() unless the command already has an entry (then fd is closed): false then.
+  bool putIfAbsent(const std::string& session, int64_t cmd, Kind kind, UniqueFd fd, std::string dir);
+  bool has(const std::string& session, int64_t cmd);
   // Lends it to one request: a second request meanwhile is refused (kConflict), as is one for
   // a command that has none (not started with it, already closed, or a restarted daemon).
   Result<int> borrow(const std::string& session, int64_t cmd, Kind kind);
@@ -35,6 +39,7 @@ class CommandIo {
     std::string dir;
     bool lent = false;
   };
+  void putLocked(const std::string& session, int64_t cmd, Kind kind, UniqueFd fd, std::string dir);
   Result<Entry*> find(const std::string& session, int64_t cmd, Kind kind);
   std::mutex mu_;
   std::map<std::pair<std::string, int64_t>, Entry> entries_;

@@ -6,7 +6,9 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
+#include <mutex>
 
 #include "audit/base64.h"
 #include "base/read_fd.h"
@@ -101,6 +103,37 @@ Result<void> writeStdin(int fd, std::string_view data, int64_t n) {
   return {};
 }
 
+// The shim keeps a copy of every command's stdin and terminal (shim_loop.cc): a daemon that has
+// none of a command's (it restarted since the command started) gets it back from the shim, over
+// the control link (SCM_RIGHTS), for the caller's own command only. Callers hold ioMutex(id) over
+// this and their first use, so two requests racing after a restart get one copy between them.
+// One lock of 64 by session id: a shim slow to answer holds up its own sessions' requests (and
+// the few that share its stripe), not every session's.
+std::mutex& ioMutex(const std::string& session) {
+  // cppcheck-suppress constVariable ; a mutex is locked through the reference returned
+  static std::mutex stripes[64];
+  return stripes[std::hash<std::string>{}(session) % 64];
+}
+
+Result<void> reobtain(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir) {
+  const bool tty = kind == CommandIo::Kind::kTerminal;
+  if (commandIo().has(id, n) || (tty && !terminalHold().describe(id, n).is_null())) return {};
+  auto fd = ctx.sessions.commandIoFromShim(peer, id, n, tty);
+  if (!fd) return fd.error().code() == static_cast<int>(kConflict) ? Result<void>{} : Result<void>(fd.error());  // none: the usual 409 follows
+  ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+  commandIo().putIfAbsent(id, n, kind, std::move(*fd), dir);
+  return {};
+}
+
+// use() (the command's first use of its stdin or terminal) after reobtain(), both under ioMutex(id).
+template <typename Use>
+auto withCommandIo(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir,
+                   Use use) -> decltype(use()) {
+  std::lock_guard lock(ioMutex(id));
+  RETURN_IF_ERROR(reobtain(ctx, peer, id, n, kind, dir));
+  return use();
+}
+
 // POST .../stdin: the streamed body into the pipe; it stays open for the next POST. DELETE
 // closes it (the command reads end of file).
 ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string& id, int64_t n) {
@@ -108,13 +141,22 @@ ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string
   if (!dir) return errorResponse(dir.error());
   if (req.method == "DELETE") {
     if (!req.body.empty()) return errorResponse(400, "invalid_request", "DELETE takes no body");
-    auto fd = commandIo().take(id, n, CommandIo::Kind::kStdin);
-    if (!fd) return errorResponse(fd.error());
+    // Every copy: the daemon's (refused while a POST writes to it) and the shim's.
+    std::lock_guard lock(ioMutex(id));
+    const bool here = commandIo().has(id, n);
+    if (here) {
+      auto fd = commandIo().take(id, n, CommandIo::Kind::kStdin);
+      if (!fd) return errorResponse(fd.error());
+    }
+    auto in_shim = ctx.sessions.closeCommandIoInShim(req.peer, id, n, false);
+    if (!in_shim) return errorResponse(in_shim.error());
+    if (!here && !*in_shim) return errorResponse(commandIo().take(id, n, CommandIo::Kind::kStdin).error());  // the usual 409
     return {200, Json{{"id", n}, {"session", id}, {"stdin", "closed"}}, nullptr};
   }
   if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST, DELETE");
   if (!req.body_stream) return errorResponse(400, "invalid_request", "a body is required");
-  auto fd = commandIo().borrow(id, n, CommandIo::Kind::kStdin);
+  auto fd = withCommandIo(ctx, req.peer, id, n, CommandIo::Kind::kStdin, *dir,
+                          [&] { return commandIo().borrow(id, n, CommandIo::Kind::kStdin); });
   if (!fd) return errorResponse(fd.error());
   Result<void> wrote;
   auto got = req.body_stream([&](std::string_view piece) -> Result<void> {
@@ -137,7 +179,7 @@ ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::str
     return errorResponse(426, "upgrade_required", std::string("a terminal is an upgraded connection: Connection: Upgrade, Upgrade: ") + terminal::kProtocol);
   auto dir = ctx.sessions.commandDir(req.peer, id, n);  // the caller's command, or 404
   if (!dir) return errorResponse(dir.error());
-  auto claim = terminalHold().attach(id, n, *dir);
+  auto claim = withCommandIo(ctx, req.peer, id, n, CommandIo::Kind::kTerminal, *dir, [&] { return terminalHold().attach(id, n, *dir); });
   if (!claim) {
     if (::access((*dir + "/status.json").c_str(), F_OK) == 0)
       return errorResponse(409, "conflict", "command " + std::to_string(n) + " has ended and no terminal of it is kept: its report is GET .../commands/" + std::to_string(n));
@@ -182,6 +224,8 @@ ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::str
     } else {
       terminalHold().forget(held->id, held->n);
       r.master.reset();  // a hangup for the command (a protocol error), or nothing left to hold
+      // The shim's copy too, or a protocol error would hang nothing up (an ended command's is gone).
+      if (end.why == RelayEnd::kRefused) (void)sessions.closeCommandIoInShim(peer, held->id, held->n, true);
     }
     (void)sessions.command(peer, held->id, held->n);  // its end recorded (and its event sent) at once
   };

@@ -563,6 +563,25 @@ Result<Json> Sessions::signalCommand(const Peer& peer, const std::string& id, in
   return Json{{"id", n}, {"session", id}, {"signal", sig}};
 }
 
+Result<UniqueFd> Sessions::commandIoFromShim(const Peer& peer, const std::string& id, int64_t n, bool tty) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (s.state != "running" && s.state != "paused") return Error(kConflict, "session " + id + " is " + s.state);
+  UniqueFd fd;
+  auto res = callShim(s, {{"op", "take_io"}, {"cmd", n}, {"tty", tty}}, &fd);
+  if (!res && res.error().code() == static_cast<int>(Errc::kRefused)) return Error(kConflict, res.error().message());
+  if (!res) return res.error();
+  if (!fd.valid()) return Error(Errc::kIo, "session " + id + ": its shim passed no descriptor");
+  log::info("command_io_reobtained", "session=" + id + " cmd=" + std::to_string(n) + " peer_uid=" + std::to_string(peer.uid));
+  return fd;
+}
+
+Result<bool> Sessions::closeCommandIoInShim(const Peer& peer, const std::string& id, int64_t n, bool tty) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (s.state != "running" && s.state != "paused") return false;  // no shim: nothing of it is open
+  ASSIGN_OR_RETURN(Json res, callShim(s, {{"op", "close_io"}, {"cmd", n}, {"tty", tty}}));
+  return res.contains("closed") && res["closed"] == true;
+}
+
 Result<Json> Sessions::pause(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (!freezer_.usable) return Error(Errc::kUnsupported, "pause: " + freezer_.description);

@@ -66,6 +66,11 @@ class Sessions {
   // Whether the session's shim still answers (a stream waiting for a status asks).
   bool alive(const std::string& id);
   Result<Json> signalCommand(const Peer& peer, const std::string& id, int64_t n, int sig);
+  // The shim's copy of a command's stdin or terminal master (the shim keeps them, so a restarted
+  // daemon gets them back): a new descriptor for it, or kConflict when the shim holds none.
+  Result<UniqueFd> commandIoFromShim(const Peer& peer, const std::string& id, int64_t n, bool tty);
+  // Closes the shim's copy; whether it had one.
+  Result<bool> closeCommandIoInShim(const Peer& peer, const std::string& id, int64_t n, bool tty);
   // The cgroup freezer (freezer.h): every process of the session stopped, or let go again.
   Result<Json> pause(const Peer& peer, const std::string& id);
   Result<Json> resume(const Peer& peer, const std::string& id);

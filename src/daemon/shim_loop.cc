@@ -54,9 +54,13 @@ struct Command {
   bool timed_out = false;
   std::optional<sandbox::sync::Message> exec_failure;
   int client = -1;  // the client fd waiting for the spawn's reply
-  // Handed to that client with the spawn's reply, then closed here: the shim keeps no end of
-  // a command's stdin or terminal (the daemon's copy closing is the command's EOF or hangup).
+  // Handed to that client with the spawn's reply, and kept here too, so that they outlive the
+  // daemon: a restarted daemon asks for them again (op take_io). A client's close_io closes
+  // this copy (with the daemon's, the command's EOF or hangup); the command's end closes it.
+  // Nothing is read from the master here: while no daemon holds it, the pty's buffer fills and
+  // the command's writes block (the kernel's buffer is the bound), nothing piles up here.
   UniqueFd stdin_w;
+  UniqueFd master;
   bool tty = false;
 };
 
@@ -74,7 +78,7 @@ class Shim {
   void accept();
   void onClient(Client& c);
   void dropClient(Client& c);
-  Json handle(Client& c, const Json& req, bool* reply_later, bool* stop);
+  Json handle(Client& c, const Json& req, bool* reply_later, bool* stop, int* pass_fd);
   Json exec(const Fields& f, int client, bool* reply_later);
   void onInit();
   void pump(Stream& s);
@@ -218,7 +222,7 @@ Json Shim::exec(const Fields& f, int client, bool* reply_later) {
   return {};
 }
 
-Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop) {
+Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop, int* pass_fd) {
   const Json* op = req.is_object() && req.contains("op") ? &req["op"] : nullptr;
   if (!op || !op->is_string()) return {{"ok", false}, {"error", "no op"}};
   const std::string name = op->get<std::string>();
@@ -257,6 +261,25 @@ Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop) {
     (void)!::send(io_.sock, &p, sizeof p, MSG_NOSIGNAL);
     return {{"ok", true}};
   }
+  if (name == "take_io" || name == "close_io") {  // a command's stdin or terminal: a copy, or closed
+    auto f = Fields::of(req, name, {"op", "cmd", "tty"});
+    auto cmd = f ? f->count("cmd", UINT32_MAX) : Result<std::optional<uint64_t>>(f.error());
+    auto tty = f ? f->boolean("tty") : Result<std::optional<bool>>(f.error());
+    if (!cmd || !*cmd || !tty || !*tty) return {{"ok", false}, {"error", name + ": cmd and tty required"}};
+    auto it = cmds_.find(static_cast<uint32_t>(**cmd));
+    // Only the kind asked for: a stdin request never reaches a terminal, nor the reverse.
+    Command* held = it == cmds_.end() || it->second.pid <= 0 || it->second.tty != **tty ? nullptr : &it->second;
+    UniqueFd* io = !held ? nullptr : held->tty ? &held->master : &held->stdin_w;
+    if (name == "close_io") {
+      const bool closed = io && io->valid();
+      if (io) io->reset();
+      if (closed) log::info("command_io_closed", "cmd=" + std::to_string(**cmd));
+      return {{"ok", true}, {"closed", closed}};
+    }
+    if (!io || !io->valid()) return {{"ok", false}, {"error", "take_io: command " + std::to_string(**cmd) + " has no open stdin or terminal here"}};
+    *pass_fd = io->get();
+    return {{"ok", true}, {"fd", held->tty ? "terminal" : "stdin"}};
+  }
   if (name == "leases") {  // credential uses so far (the daemon adds them to its records)
     if (!cfg_.egress) return {{"ok", true}, {"leases", Json::array()}, {"egress", {{"allowed", 0}, {"refused", 0}}}};
     return {{"ok", true}, {"leases", cfg_.egress->usage()}, {"egress", cfg_.egress->decisions()}};
@@ -290,12 +313,13 @@ void Shim::onClient(Client& c) {
   // A rotate_lease request holds a credential value: no copy of it outlives the request here.
   std::fill(buf.begin(), buf.end(), '\0');
   bool later = false, close_client = false;
-  Json res = req ? handle(c, *req, &later, &close_client) : Json{{"ok", false}, {"error", "malformed"}};
+  int pass_fd = -1;  // take_io's descriptor (the shim's copy stays)
+  Json res = req ? handle(c, *req, &later, &close_client, &pass_fd) : Json{{"ok", false}, {"error", "malformed"}};
   if (req && req->is_object() && req->contains("value") && (*req)["value"].is_string()) {
     std::string& v = (*req)["value"].get_ref<std::string&>();
     std::fill(v.begin(), v.end(), '\0');
   }
-  if (!later) reply(c.fd.get(), res);
+  if (!later) reply(c.fd.get(), res, pass_fd);
   if (close_client) dropClient(c);
 }
 
@@ -407,11 +431,11 @@ void Shim::onInit() {
     }
     cmd.pid = p.pid;
     if (cmd.tty && !passed.valid()) log::warn("terminal_missing", "cmd=" + std::to_string(p.cmd));
-    const int hand = cmd.tty ? passed.get() : cmd.stdin_w.get();
+    if (cmd.tty) cmd.master = std::move(passed);
+    const int hand = cmd.tty ? cmd.master.get() : cmd.stdin_w.get();
     Json ok = {{"ok", true}, {"pid", p.pid}};
     if (hand >= 0) ok["fd"] = cmd.tty ? "terminal" : "stdin";
     reply(cmd.client, ok, hand);
-    cmd.stdin_w.reset();
     log::info("command_started", "cmd=" + std::to_string(p.cmd) + " pid=" + std::to_string(p.pid));
   } else if (p.op == ses::Op::kExited) {
     finish(cmd, p.value);

@@ -13,6 +13,13 @@ Modes (each prints one JSON line on stdout):
   exited           the command ends while detached: {"scrollback", "replayed", "exit", "after"}
   cli CORRAL       a shell detached here, re-attached by `corral session attach ID --command N` on
                    a python pty: {"pid1", "pid2", "replayed", "status", "listed"}
+  restart-attached / restart-detached
+                   the daemon is killed (kill -9) and restarted by the caller while a shell is
+                   attached, or detached: this prints "KILL", the caller kills the daemon, waits,
+                   starts it again and then closes this script's stdin. The shell writes while no
+                   daemon runs; a new attach gets it: {"pid1", "pid2", "old_closed", "seen",
+                   "second_status", "second", "exit"}
+  restart-ended    a command that ends while no daemon runs: {"after_status", "after"}
 """
 import json
 import os
@@ -251,6 +258,48 @@ elif mode == "exited":
     print(json.dumps({"scrollback": info, "replayed": replayed.decode(errors="replace"), "exit": end,
                       "after_status": after[0] if isinstance(after, tuple) else 101,
                       "after": after[1] if isinstance(after, tuple) else None}))
+elif mode in ("restart-attached", "restart-detached"):
+    n = start(SHELL)
+    a = attach(n)
+    a.send(b"echo pid=$$\n")
+    pid1 = a.until(rb"pid=(\d+)\r\n").group(1).decode()
+    # Written 2 s on: after the kill, before the restart (the caller waits longer than that).
+    a.send(b"sleep 2; echo written-while-$((6*7))-no-daemon\n")
+    a.until(rb"-no-daemon\r\n")  # the line's echo
+    if mode == "restart-detached":
+        a.close()
+        wait_for(detached(n), "the terminal detached")
+    print("KILL", flush=True)
+    sys.stdin.read()  # the daemon was killed and started again
+    old_closed = True
+    if mode == "restart-attached":
+        try:
+            old_closed = a.next(timeout=10) is None
+        except OSError:
+            pass
+        a.close()
+    b = attach(n)
+    if not isinstance(b, Reader):
+        raise SystemExit(f"no attach after the restart: {b!r}")
+    seen = b.until(rb"written-while-42-no-daemon").group(0).decode()
+    second = attach(n)  # one client at a time, across the restart too
+    b.send(b"echo pid=$$\n")
+    pid2 = b.until(rb"pid=(\d+)\r\n").group(1).decode()
+    b.send(b"exit 5\n")
+    end = b.until_exit()
+    print(json.dumps({"pid1": pid1, "pid2": pid2, "old_closed": old_closed, "seen": seen,
+                      "second_status": second[0] if isinstance(second, tuple) else 101,
+                      "second": second[1] if isinstance(second, tuple) else "attached", "exit": end}))
+elif mode == "restart-ended":
+    n = start(["sh", "-c", "sleep 1; exit 6"])
+    a = attach(n)
+    a.close()
+    wait_for(detached(n), "the terminal detached")
+    print("KILL", flush=True)
+    sys.stdin.read()
+    after = attach(n)
+    print(json.dumps({"after_status": after[0] if isinstance(after, tuple) else 101,
+                      "after": after[1] if isinstance(after, tuple) else None, "report": command(n)}))
 elif mode == "cli":
     corral = sys.argv[4]
     n = start(SHELL)
