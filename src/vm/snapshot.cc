@@ -9,7 +9,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cstring>
+#include <ctime>
+#include <vector>
 #include <thread>
 
 #include "base/fd_passing.h"
@@ -79,7 +84,29 @@ Result<UniqueFd> openVerified(const std::string& p) {
   if (hash.empty() || got != size) return bad("unreadable");
   if (hash != want_hash) return bad("its content differs from its hash (corrupt)");
   if (::lseek(fd.get(), kHeaderBytes, SEEK_SET) != static_cast<off_t>(kHeaderBytes)) return sysError("seek " + p);
+  ::futimens(fd.get(), nullptr);  // best effort: only the pruning order depends on it
   return fd;
+}
+
+void prune(const std::string& cache, size_t keep) {
+  DIR* d = ::opendir(cache.c_str());
+  if (!d) return;
+  std::vector<std::pair<time_t, std::string>> snaps;
+  const time_t now = ::time(nullptr);
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("snapshot-", 0) != 0) continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (name.find(".tmp-") != std::string::npos) {
+      if (now - st.st_mtime > 3600) ::unlinkat(::dirfd(d), e->d_name, 0);
+    } else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".qemu") == 0) {
+      snaps.emplace_back(st.st_mtime, name);
+    }
+  }
+  std::sort(snaps.begin(), snaps.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = keep; i < snaps.size(); ++i) ::unlinkat(::dirfd(d), snaps[i].second.c_str(), 0);
+  ::closedir(d);
 }
 
 Result<Writer> Writer::create(const std::string& p) {

@@ -31,7 +31,14 @@ Result<std::string> key(const KeyInputs& in);
 std::string path(const std::string& cache, const std::string& key);
 
 // The stream's fd, positioned after the header, once size and hash match; else why not.
+// A verified file's mtime is set to now: prune() keeps the most recently used.
 Result<UniqueFd> openVerified(const std::string& path);
+
+// Each snapshot is about a quarter of the guest's RAM, and every new corral build (a new
+// agent, so a new initramfs) or configuration keys a new one: keep the `keep` most recently
+// used, and remove leftovers of snapshot boots that died (temporary files over an hour old).
+inline constexpr size_t kKeepSnapshots = 6;
+void prune(const std::string& cache, size_t keep = kKeepSnapshots);
 
 // A file being written: QEMU writes the stream through fd(); seal() hashes it, writes the
 // header and renames it into place. Removed unless sealed.

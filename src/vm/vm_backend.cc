@@ -493,8 +493,12 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
         const auto tm = Clock::now();
         auto made = makeSnapshot(im, vm, spec, dir, qemu_memory, boot_deadline, path);
         snap["made_ms"] = msSince(tm);
-        if (made) snap["made_bytes"] = *made;
-        else snap["error"] = "making it failed: " + made.error().message();
+        if (made) {
+          snap["made_bytes"] = *made;
+          snapshot::prune(*cache);
+        } else {
+          snap["error"] = "making it failed: " + made.error().message();
+        }
       }
       if (!snap.contains("error")) {
         const auto tv = Clock::now();

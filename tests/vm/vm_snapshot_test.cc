@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "harness.h"
 #include "vm/control_session.h"
@@ -163,6 +164,26 @@ TEST(VmSnapshotRestoreUnique, TruncatedOrCorruptFileIsRefused) {
   auto cut = corral::vm::snapshot::openVerified(p);
   ASSERT_FALSE(cut.ok()) << claim(kClaim, "a truncated snapshot was accepted");
   EXPECT_NE(cut.error().message().find("truncated"), std::string::npos) << cut.error().message();
+}
+
+// The cache keeps the most recently used snapshots and drops dead snapshot boots' leftovers.
+TEST(VmSnapshotRestoreUnique, PruneKeepsTheMostRecentlyUsed) {
+  TempDir dir("vm-snap-prune");
+  for (int i = 0; i < 5; ++i) {
+    const std::string p = dir.path() + "/snapshot-" + std::to_string(i) + ".qemu";
+    dir.write("snapshot-" + std::to_string(i) + ".qemu", "x");
+    const timespec t[2] = {{1000 + i, 0}, {1000 + i, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), t, 0), 0);
+  }
+  dir.write("snapshot-9.qemu.tmp-dead", "x");
+  const timespec old[2] = {{1000, 0}, {1000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (dir.path() + "/snapshot-9.qemu.tmp-dead").c_str(), old, 0), 0);
+  dir.write("snapshot-8.qemu.tmp-live", "x");
+  dir.write("rootfs-keep.erofs", "x");
+  corral::vm::snapshot::prune(dir.path(), 2);
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path())) left.insert(e.path().filename());
+  EXPECT_EQ(left, (std::set<std::string>{"snapshot-3.qemu", "snapshot-4.qemu", "snapshot-8.qemu.tmp-live", "rootfs-keep.erofs"}));
 }
 
 // End to end: a corrupted cached snapshot makes the run boot cold, and the report says so.
