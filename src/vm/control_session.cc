@@ -30,6 +30,7 @@ Result<ControlSession::Event> ControlSession::onFrame(const frame::Frame& f) {
     if (f.type != frame::Type::kReseeded) return outOfOrder("the restored guest did not answer the reseed");
     ASSIGN_OR_RETURN(protocol::Reseeded r, protocol::decodeReseeded(f.payload));
     if (r.nonce_hex != restore_nonce_) return outOfOrder("the restored guest answered with another restore's nonce");
+    if (require_reseed_ && !r.reseeded) return outOfOrder("the restored guest did not reseed its RNG");
     hello_info_ = std::move(r.hello);
     reseeded_ = r.reseeded;
     hello_ = true;

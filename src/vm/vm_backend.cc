@@ -557,7 +557,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
     timespec now{};
     ::clock_gettime(CLOCK_REALTIME, &now);
     rs.time_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-    session.expectRestore(rs.nonce_hex);
+    session.expectRestore(rs.nonce_hex, !rs.skip_reseed);
     std::string payload = protocol::encodeReseed(rs);
     const bool sent = sendFrame(ctl.get(), frame::Type::kReseed, payload);
     ::explicit_bzero(payload.data(), payload.size());

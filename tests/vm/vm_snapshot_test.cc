@@ -108,8 +108,8 @@ TEST(VmSnapshotRestoreUnique, WrongStaleOrMissingNonceIsRefused) {
   auto outputs = corral::vm::OutputReceiver::create(staging.path(), {}, 1 << 20);
   ASSERT_TRUE(outputs.ok());
   const std::string nonce(32, 'a'), stale(32, 'b');
-  auto answer = [](const std::string& n) {
-    return corral::vm::frame::Frame{corral::vm::frame::Type::kReseeded, corral::vm::protocol::encodeReseeded({n, true, {}})};
+  auto answer = [](const std::string& n, bool reseeded = true) {
+    return corral::vm::frame::Frame{corral::vm::frame::Type::kReseeded, corral::vm::protocol::encodeReseeded({n, reseeded, {}})};
   };
   auto session = [&](int& requests) {
     corral::vm::ControlSession s(spec, *outputs, {[&requests](std::string_view) { return ++requests, true; }, [](auto, auto) {}});
@@ -129,6 +129,10 @@ TEST(VmSnapshotRestoreUnique, WrongStaleOrMissingNonceIsRefused) {
   {
     auto s = session(requests);
     EXPECT_FALSE(s.onFrame({corral::vm::frame::Type::kStarted, ""}).ok()) << claim(kClaim, "a start before the nonce");
+  }
+  {
+    auto s = session(requests);
+    EXPECT_FALSE(s.onFrame(answer(nonce, false)).ok()) << claim(kClaim, "the right nonce without a reseed was accepted");
   }
   EXPECT_EQ(requests, 0) << claim(kClaim, "the request went to a guest that had not answered with this restore's nonce");
   // Control: the right nonce is accepted, and only then is the request sent.
