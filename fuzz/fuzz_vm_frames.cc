@@ -35,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       PROPERTY(frame::encode(fr.type, fr.payload).size() == fr.payload.size() + frame::kHeaderBytes + 1, "encode size");
       (void)protocol::decodeHello(fr.payload);
       (void)protocol::decodeOutputHeader(fr.payload);
+      (void)protocol::decodeReseeded(fr.payload);
       auto exit = protocol::decodeExit(fr.payload);
       if (exit.ok()) {
         PROPERTY(exit->exit_code >= 0 && exit->exit_code <= 255, "exit code out of range");

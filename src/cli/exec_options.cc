@@ -256,6 +256,11 @@ Result<void> onVmCpus(State& s, std::string_view opt, std::string_view v) {
   s.inv.vm_options_given = true;
   return {};
 }
+Result<void> onVmCold(State& s, std::string_view, std::string_view) {
+  s.inv.vm.cold = true;
+  s.inv.vm_options_given = true;
+  return {};
+}
 Result<void> onVmKernel(State& s, std::string_view opt, std::string_view v) {
   RETURN_IF_ERROR(checkHostPath(opt, v));
   s.inv.vm.kernel = std::string(v);
@@ -290,7 +295,7 @@ struct Option {
   Handler handle;
 };
 
-constexpr std::array<Option, 30> kOptions = {{
+constexpr std::array<Option, 31> kOptions = {{
     {"--workspace", true, false, onWorkspace},
     {"--output", true, true, onOutput},
     {"--net", true, false, onNet},
@@ -317,6 +322,7 @@ constexpr std::array<Option, 30> kOptions = {{
     {"--vm-memory", true, false, onVmMemory},
     {"--vm-cpus", true, false, onVmCpus},
     {"--vm-kernel", true, false, onVmKernel},
+    {"--vm-cold", false, false, onVmCold},
     {"--report", true, false, onReport},
     {"--timing", false, false, onTiming},
     {"--help", false, false, onHelp},
@@ -417,7 +423,7 @@ Result<ExecInvocation> parseExecArgs(const std::vector<std::string>& args) {
   if (args[i].empty()) return invalid("command: the program name is empty");
   RETURN_IF_ERROR(checkNetwork(s));
   if (s.inv.vm_options_given && !s.inv.backend_vm)
-    return invalid("--vm-memory, --vm-cpus, --vm-kernel and --allow-weaker kvm need --backend vm");
+    return invalid("--vm-memory, --vm-cpus, --vm-kernel, --vm-cold and --allow-weaker kvm need --backend vm");
   s.inv.spec.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   s.inv.spec.env = policy::env::buildEnvironment(s.env);
   return std::move(s.inv);
@@ -453,6 +459,7 @@ std::string execUsage() {
   u += "  --vm-memory SIZE         with --backend vm: the VM's RAM (default: 512M)\n";
   u += "  --vm-cpus N              with --backend vm: its vCPUs (default: 1)\n";
   u += "  --vm-kernel PATH         with --backend vm: the guest kernel (default: newest /boot/vmlinuz-*)\n";
+  u += "  --vm-cold                with --backend vm: boot cold (default: restore a cached snapshot)\n";
   u += "                           --allow-weaker kvm: run under TCG emulation where KVM is unusable\n";
   u += "  --json                   print a JSON report on stderr\n";
   u += "  --report FILE            write the JSON report to FILE\n";

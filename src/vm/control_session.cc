@@ -24,6 +24,19 @@ Result<void> checkGuestVerdicts(std::vector<sandbox::OutputResult>& verdicts, co
 
 Result<ControlSession::Event> ControlSession::onFrame(const frame::Frame& f) {
   if (exited_) return outOfOrder("a frame after the exit report");
+  if (!restore_nonce_.empty() && !hello_) {
+    // The nonce is this restore's alone: a guest that answers with another (a stale restore's,
+    // a replayed frame) or not at all was not reseeded by this run, and runs nothing.
+    if (f.type != frame::Type::kReseeded) return outOfOrder("the restored guest did not answer the reseed");
+    ASSIGN_OR_RETURN(protocol::Reseeded r, protocol::decodeReseeded(f.payload));
+    if (r.nonce_hex != restore_nonce_) return outOfOrder("the restored guest answered with another restore's nonce");
+    if (require_reseed_ && !r.reseeded) return outOfOrder("the restored guest did not reseed its RNG");
+    hello_info_ = std::move(r.hello);
+    reseeded_ = r.reseeded;
+    hello_ = true;
+    if (!io_.send_request(protocol::encodeRequest(spec_))) return outOfOrder("cannot send the request");
+    return Event::kHello;
+  }
   if (f.type == frame::Type::kHello) {
     if (hello_) return outOfOrder("a second hello");
     ASSIGN_OR_RETURN(hello_info_, protocol::decodeHello(f.payload));

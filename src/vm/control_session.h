@@ -27,6 +27,16 @@ class ControlSession {
   ControlSession(const sandbox::SandboxSpec& spec, OutputReceiver& outputs, Io io)
       : spec_(spec), outputs_(outputs), io_(std::move(io)) {}
 
+  // A restored guest (snapshot.h) said hello before the snapshot: its first frame must be
+  // kReseeded echoing this nonce (hex), which then stands for the hello, and saying the kernel
+  // RNG was reseeded unless the host asked it to skip that (a test control). Call before any frame.
+  void expectRestore(std::string nonce_hex, bool require_reseed = true) {
+    restore_nonce_ = std::move(nonce_hex);
+    require_reseed_ = require_reseed;
+  }
+  bool restoring() const { return !restore_nonce_.empty(); }
+  bool reseeded() const { return reseeded_; }
+
   // An error ends the run: the caller reads no further frame.
   Result<Event> onFrame(const frame::Frame& f);
 
@@ -40,7 +50,9 @@ class ControlSession {
   const sandbox::SandboxSpec& spec_;
   OutputReceiver& outputs_;
   Io io_;
-  bool hello_ = false, started_ = false, exited_ = false;
+  bool hello_ = false, started_ = false, exited_ = false, reseeded_ = false;
+  std::string restore_nonce_;  // empty: a cold boot
+  bool require_reseed_ = true;
   protocol::Hello hello_info_;
   sandbox::RunReport report_;
 };

@@ -5,7 +5,9 @@
 namespace corral::vm::frame {
 
 bool validType(uint8_t type, Direction d) {
-  if (d == Direction::kToGuest) return type == static_cast<uint8_t>(Type::kRequest) || type == static_cast<uint8_t>(Type::kStdin);
+  if (d == Direction::kToGuest)
+    return type == static_cast<uint8_t>(Type::kRequest) || type == static_cast<uint8_t>(Type::kStdin) ||
+           type == static_cast<uint8_t>(Type::kQuiesce) || type == static_cast<uint8_t>(Type::kReseed);
   switch (static_cast<Type>(type)) {
     case Type::kHello:
     case Type::kStarted:
@@ -14,6 +16,8 @@ bool validType(uint8_t type, Direction d) {
     case Type::kOutput:
     case Type::kData:
     case Type::kExit:
+    case Type::kQuiesced:
+    case Type::kReseeded:
       return true;
     default:
       return false;

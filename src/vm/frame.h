@@ -21,6 +21,8 @@ enum class Type : uint8_t {
   // host -> guest
   kRequest = 'R',  // JSON: the command, its environment, limits and declared outputs
   kStdin = 'I',    // bytes of the caller's stdin for the command; an empty payload is its EOF
+  kQuiesce = 'Q',  // empty: the snapshot point (after hello, before any request); see snapshot.h
+  kReseed = 'Z',   // JSON: a restored guest's fresh RNG seed, restore nonce and the host's clock
   // guest -> host
   kHello = 'H',    // JSON: agent started (kernel release, guest devices, mounts)
   kStarted = 'S',  // empty: the command is about to be executed
@@ -29,6 +31,8 @@ enum class Type : uint8_t {
   kOutput = 'F',   // JSON: a declared output follows (path, kind, links); its bytes in kData
   kData = 'D',     // bytes of the current output
   kExit = 'X',     // JSON: how the command ended (the guest's run report); the last frame
+  kQuiesced = 'q', // empty: the agent is idle and waits for kReseed (the host saves the VM now)
+  kReseeded = 'N', // JSON: the restore nonce echoed, and the restored guest's hello fields
 };
 
 enum class Direction { kToGuest, kToHost };

@@ -144,6 +144,51 @@ Result<Hello> decodeHello(std::string_view text) {
 }
 
 namespace {
+bool isHex(const std::string& s, size_t len) {
+  if (s.size() != len) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+}  // namespace
+
+std::string encodeReseed(const Reseed& r) {
+  return Json{{"seed", r.seed_hex}, {"nonce", r.nonce_hex}, {"time_ns", r.time_ns}, {"skip_reseed", r.skip_reseed}}.dump();
+}
+
+Result<Reseed> decodeReseed(std::string_view text) {
+  ASSIGN_OR_RETURN(Json j, parseObject(text, "reseed"));
+  Reseed r;
+  ASSIGN_OR_RETURN(r.seed_hex, str(j, "seed", 64));
+  ASSIGN_OR_RETURN(r.nonce_hex, str(j, "nonce", 32));
+  if (!isHex(r.seed_hex, 64) || !isHex(r.nonce_hex, 32)) return bad("reseed: seed or nonce is not hex of the right length");
+  ASSIGN_OR_RETURN(r.time_ns, u64(j, "time_ns", UINT64_MAX));
+  auto it = j.find("skip_reseed");
+  if (it == j.end() || !it->is_boolean()) return bad("reseed: skip_reseed: not a boolean");
+  r.skip_reseed = it->get<bool>();
+  return r;
+}
+
+std::string encodeReseeded(const Reseeded& r) {
+  Json h = Json::parse(encodeHello(r.hello));
+  return Json{{"nonce", r.nonce_hex}, {"reseeded", r.reseeded}, {"hello", h}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Result<Reseeded> decodeReseeded(std::string_view text) {
+  ASSIGN_OR_RETURN(Json j, parseObject(text, "reseeded"));
+  Reseeded r;
+  ASSIGN_OR_RETURN(r.nonce_hex, str(j, "nonce", 32));
+  if (!isHex(r.nonce_hex, 32)) return bad("reseeded: the nonce is not hex of the right length");
+  auto it = j.find("reseeded");
+  if (it == j.end() || !it->is_boolean()) return bad("reseeded: not a boolean");
+  r.reseeded = it->get<bool>();
+  auto h = j.find("hello");
+  if (h == j.end() || !h->is_object()) return bad("reseeded: no hello");
+  ASSIGN_OR_RETURN(r.hello, decodeHello(h->dump()));
+  return r;
+}
+
+namespace {
 constexpr std::pair<OutputKind, const char*> kKinds[] = {
     {OutputKind::kFile, "file"}, {OutputKind::kSymlink, "symlink"}, {OutputKind::kDir, "dir"}, {OutputKind::kOther, "other"}};
 }

@@ -30,6 +30,25 @@ struct Hello {
 std::string encodeHello(const Hello& h);
 Result<Hello> decodeHello(std::string_view json);
 
+// Host -> restored guest: 32 bytes from the host's getrandom (hex), a 16-byte nonce (hex)
+// for this restore alone, and the host's CLOCK_REALTIME. skip_reseed is a test-only control
+// (CORRAL_VM_TEST_SKIP_RESEED): the agent then leaves the kernel RNG as the snapshot had it.
+struct Reseed {
+  std::string seed_hex, nonce_hex;
+  uint64_t time_ns = 0;
+  bool skip_reseed = false;
+};
+std::string encodeReseed(const Reseed& r);
+Result<Reseed> decodeReseed(std::string_view json);
+// Guest -> host: the nonce echoed once the kernel RNG was reseeded, with a fresh hello.
+struct Reseeded {
+  std::string nonce_hex;
+  bool reseeded = false;  // false only with skip_reseed
+  Hello hello;
+};
+std::string encodeReseeded(const Reseeded& r);
+Result<Reseeded> decodeReseeded(std::string_view json);
+
 enum class OutputKind { kFile, kSymlink, kDir, kOther };
 struct OutputHeader {
   std::string path;  // as declared (workspace-relative)

@@ -45,6 +45,9 @@ std::vector<std::string> qemuArgs(const QemuPlan& p) {
   };
   if (!p.net_socket.empty())
     a.insert(a.end(), {"-chardev", "socket,id=net,path=" + p.net_socket, "-device", "virtserialport,chardev=net,name=corral.net"});
+  // The monitor is no guest device: a snapshot made with it restores into the same layout.
+  if (!p.qmp_socket.empty()) a.insert(a.end(), {"-chardev", "socket,id=qmp,path=" + p.qmp_socket, "-mon", "chardev=qmp,mode=control"});
+  if (p.incoming) a.insert(a.end(), {"-incoming", "defer"});
   return a;
 }
 

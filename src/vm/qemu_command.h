@@ -19,6 +19,10 @@ struct QemuPlan {
   // --net proxy: the relay's UNIX socket inside the jail, QEMU's corral.net port connects to
   // it (a chardev socket, no -netdev: QEMU still has no network). Empty: no second port.
   std::string net_socket;
+  // Snapshots (snapshot.h): QMP on a UNIX socket QEMU connects to (empty: no monitor), and
+  // -incoming defer for a restore (the stream comes as an fd over QMP).
+  std::string qmp_socket;
+  bool incoming = false;
 };
 
 // The guest kernel's command line: as short as Debian's kernel allows. Under TCG the TSC and

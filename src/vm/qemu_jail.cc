@@ -22,6 +22,8 @@ sandbox::SandboxSpec qemuJailSpec(const JailFiles& files, const VmOptions& vm, u
   plan.initrd = "/vm/initrd";
   plan.rootfs = "/vm/rootfs";
   plan.workspace = "/workspace/workspace.img";
+  plan.incoming = files.incoming;
+  if (files.qmp_socket) plan.qmp_socket = "/vm/qmp";
   sandbox::SandboxSpec q;
   q.argv = qemuArgs(plan);
   q.env = {"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/workspace"};
@@ -33,6 +35,7 @@ sandbox::SandboxSpec qemuJailSpec(const JailFiles& files, const VmOptions& vm, u
     q.argv = qemuArgs(plan);
     q.ro_binds.push_back({*files.net_socket, "/vm/net"});
   }
+  if (files.qmp_socket) q.ro_binds.push_back({*files.qmp_socket, "/vm/qmp"});
   q.workspace = files.disk_dir;
   q.kvm_device = files.kvm_node;
   q.limits.memory_bytes = qemu_memory;

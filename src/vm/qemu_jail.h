@@ -21,6 +21,8 @@ struct JailFiles {
   std::string disk_dir;                 // holds workspace.img, staged as QEMU's /workspace
   std::optional<std::string> kvm_node;  // under KVM: the node mounted as the jail's /dev/kvm
   std::optional<std::string> net_socket;  // --net proxy: the relay's listening socket, bound at /vm/net
+  std::optional<std::string> qmp_socket;  // snapshot save or restore: corral's QMP listener, bound at /vm/qmp
+  bool incoming = false;                  // a restore: QEMU waits for the migration stream
 };
 
 // The jail's spec: own user, mount, pid, network and IPC namespaces, seccomp, no

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -34,6 +35,7 @@
 #include "vm/protocol.h"
 #include "vm/qemu_jail.h"
 #include "vm/relay_host.h"
+#include "vm/snapshot.h"
 
 namespace corral::vm {
 namespace {
@@ -235,6 +237,7 @@ Result<std::string> placeInRunDir(const std::string& src, const RunDir& dir, con
 struct Images {
   std::string kernel_source;  // as chosen, before it is placed in the run dir
   std::string release;
+  std::string initrd_cached, rootfs_cached;  // content-named, in the image cache
   JailFiles jail;
 };
 
@@ -252,6 +255,8 @@ Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& 
   ASSIGN_OR_RETURN(std::string agent, agentPath());
   ASSIGN_OR_RETURN(std::string initrd, images::initramfs(cache, agent, im.release));
   ASSIGN_OR_RETURN(std::string rootfs, images::rootfs(cache));
+  im.initrd_cached = initrd;
+  im.rootfs_cached = rootfs;
   JailFiles& j = im.jail;
   j.qemu = accel.qemu;
   ASSIGN_OR_RETURN(j.initrd, placeInRunDir(initrd, dir, "initrd"));
@@ -286,6 +291,116 @@ void addLimit(sandbox::RunReport& r, sandbox::Limit l, std::optional<uint64_t> v
       return;
     }
   r.limits.push_back({l, v, mech});
+}
+
+
+using QJson = nlohmann::json;
+
+std::string hexOf(const unsigned char* b, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kDigits[b[i] >> 4]);
+    out.push_back(kDigits[b[i] & 15]);
+  }
+  return out;
+}
+
+Result<std::string> hostRandomHex(size_t n) {
+  unsigned char b[64];
+  if (n > sizeof b) return Error(Errc::kInvalidArgument, "random bytes");
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::getrandom(b + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return sysError("getrandom");
+    got += static_cast<size_t>(r);
+  }
+  std::string hex = hexOf(b, n);
+  ::explicit_bzero(b, sizeof b);
+  return hex;
+}
+
+// Reads control frames until one of type want; anything else, EOF or the deadline fails.
+Result<void> awaitFrame(int ctl, frame::Parser& parser, frame::Type want, snapshot::Clock::time_point deadline) {
+  char buf[65536];
+  for (;;) {
+    ASSIGN_OR_RETURN(auto f, parser.next());
+    if (f) {
+      if (f->type != want) return Error(Errc::kIo, "VM snapshot: the guest sent an unexpected frame at the snapshot point");
+      return {};
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - snapshot::Clock::now()).count();
+    if (left <= 0) return Error(Errc::kIo, "VM snapshot: the guest did not reach the snapshot point in time");
+    pollfd p{ctl, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return sysError("poll");
+    if (!p.revents) continue;
+    const ssize_t n = ::read(ctl, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error(Errc::kIo, "VM snapshot: the VM ended before the snapshot point");
+    parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
+constexpr int64_t kUnlimitedBandwidth = int64_t{1} << 40;
+
+// The snapshot boot: QEMU in the same jail and device layout as a run, but with a blank
+// workspace disk of the run's size (no run's data is ever in a snapshot), booted to the
+// agent's hello, quiesced, stopped and migrated into the cache.
+Result<uint64_t> makeSnapshot(const Images& im, const VmOptions& vm, const sandbox::SandboxSpec& spec, const RunDir& dir,
+                              uint64_t qemu_memory, std::chrono::seconds boot_deadline, const std::string& target) {
+  JailFiles j = im.jail;
+  j.disk_dir = dir.path() + "/snapdisk";
+  if (::mkdir(j.disk_dir.c_str(), 0700) != 0) return sysError("mkdir " + j.disk_dir);
+  {
+    UniqueFd disk(::open((j.disk_dir + "/workspace.img").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!disk.valid() || ::ftruncate(disk.get(), static_cast<off_t>(spec.limits.workspace_bytes)) != 0)
+      return sysError("the snapshot boot's blank disk");
+  }
+  const uid_t jail_uid = ::getuid() == 0 ? sandbox::userns::planIdMap(0, 0).host_uid : ::getuid();
+  j.qmp_socket = dir.path() + "/qmp-make";
+  ASSIGN_OR_RETURN(UniqueFd listener, snapshot::Qmp::listen(*j.qmp_socket, jail_uid));
+  UniqueFd net_listener;  // the same corral.net port as the run's, never served
+  if (j.net_socket) {
+    j.net_socket = dir.path() + "/net-make";
+    ASSIGN_OR_RETURN(net_listener, snapshot::Qmp::listen(*j.net_socket, jail_uid));
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
+  UniqueFd ctl(pair[0]), ctl_child(pair[1]);
+  UniqueFd err_w(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  const auto deadline = snapshot::Clock::now() + boot_deadline;
+  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuJailSpec(j, vm, spec.limits.workspace_bytes,
+                                                             std::chrono::duration_cast<std::chrono::milliseconds>(boot_deadline) + std::chrono::seconds(60),
+                                                             qemu_memory),
+                                                std::move(ctl_child), std::move(err_w)));
+  ASSIGN_OR_RETURN(snapshot::Qmp qmp, snapshot::Qmp::accept(listener.get(), deadline));
+  frame::Parser parser(frame::Direction::kToHost);
+  RETURN_IF_ERROR(awaitFrame(ctl.get(), parser, frame::Type::kHello, deadline));
+  if (!sendFrame(ctl.get(), frame::Type::kQuiesce, "")) return Error(Errc::kIo, "VM snapshot: cannot reach the agent");
+  RETURN_IF_ERROR(awaitFrame(ctl.get(), parser, frame::Type::kQuiesced, deadline));
+  if (auto r = qmp.execute("stop", QJson::object(), deadline); !r) return r.error();
+  if (auto r = qmp.execute("migrate-set-parameters", QJson{{"max-bandwidth", kUnlimitedBandwidth}}, deadline); !r) return r.error();
+  ASSIGN_OR_RETURN(snapshot::Writer w, snapshot::Writer::create(target));
+  if (auto r = qmp.execute("getfd", QJson{{"fdname", "snap"}}, deadline, w.fd()); !r) return r.error();
+  if (auto r = qmp.execute("migrate", QJson{{"uri", "fd:snap"}}, deadline); !r) return r.error();
+  RETURN_IF_ERROR(qmp.waitMigration(deadline));
+  jailer.kill();
+  return w.seal();
+}
+
+// A restore: the stream goes to QEMU (started with -incoming defer) over QMP, and the VM runs
+// once it is loaded.
+Result<void> restoreSnapshot(int listener, int snap_fd, snapshot::Clock::time_point deadline) {
+  ASSIGN_OR_RETURN(snapshot::Qmp qmp, snapshot::Qmp::accept(listener, deadline));
+  if (auto r = qmp.execute("getfd", QJson{{"fdname", "snap"}}, deadline, snap_fd); !r) return r.error();
+  if (auto r = qmp.execute("migrate-incoming", QJson{{"uri", "fd:snap"}}, deadline); !r) return r.error();
+  RETURN_IF_ERROR(qmp.waitMigration(deadline));
+  ASSIGN_OR_RETURN(QJson st, qmp.execute("query-status", QJson::object(), deadline));
+  if (!(st.is_object() && st.value("running", false))) {
+    if (auto r = qmp.execute("cont", QJson::object(), deadline); !r) return r.error();
+  }
+  return {};
 }
 
 }  // namespace
@@ -358,6 +473,56 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   const auto jail_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
       boot_deadline + (spec.limits.timeout ? command_allowance : std::chrono::hours(24 * 366)) + std::chrono::seconds(30));
 
+  // Snapshot restore (snapshot.h), unless --vm-cold: the cached snapshot for this exact
+  // configuration, made now (a boot of its own, on a blank disk) when there is none. Any
+  // failure to make or verify it falls back to a cold boot, and the report says so.
+  UniqueFd snap_fd, qmp_listener;
+  vmj["start"] = "cold";
+  if (!vm.cold) {
+    Json snap = Json::object();
+    auto cache = images::cacheDir();
+    Result<std::string> key = cache ? snapshot::key({im.jail.kernel, im.initrd_cached, im.rootfs_cached, accel.qemu, vm.memory_bytes,
+                                                     spec.limits.workspace_bytes, vm.cpus, kvm, spec.proxy.channel >= 0})
+                                    : Result<std::string>(cache.error());
+    if (!key) {
+      snap["error"] = key.error().message();
+    } else {
+      const std::string path = snapshot::path(*cache, *key);
+      snap["key"] = *key;
+      if (::access(path.c_str(), F_OK) != 0) {
+        const auto tm = Clock::now();
+        auto made = makeSnapshot(im, vm, spec, dir, qemu_memory, boot_deadline, path);
+        snap["made_ms"] = msSince(tm);
+        if (made) {
+          snap["made_bytes"] = *made;
+          snapshot::prune(*cache);
+        } else {
+          snap["error"] = "making it failed: " + made.error().message();
+        }
+      }
+      if (!snap.contains("error")) {
+        const auto tv = Clock::now();
+        auto fd = snapshot::openVerified(path);
+        if (fd) {
+          snap_fd = std::move(*fd);
+          snap["verify_ms"] = msSince(tv);
+        } else {
+          snap["error"] = "refused: " + fd.error().message();
+          ::unlink(path.c_str());  // the next run makes a new one
+        }
+      }
+      if (snap_fd.valid()) {
+        const uid_t jail_uid = ::getuid() == 0 ? sandbox::userns::planIdMap(0, 0).host_uid : ::getuid();
+        im.jail.qmp_socket = dir.path() + "/qmp";
+        ASSIGN_OR_RETURN(qmp_listener, snapshot::Qmp::listen(*im.jail.qmp_socket, jail_uid));
+        im.jail.incoming = true;
+        snap["path"] = path;
+      }
+    }
+    if (snap.contains("error")) snap["fallback"] = "cold boot";
+    vmj["snapshot"] = snap;
+  }
+
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
   UniqueFd ctl(pair[0]), ctl_child(pair[1]);
@@ -375,6 +540,32 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   ControlSession session(spec, outputs,
                          {[&ctl](std::string_view request) { return sendFrame(ctl.get(), frame::Type::kRequest, request); },
                           [](frame::Type stream, std::string_view bytes) { writeAll(stream == frame::Type::kStdout ? 1 : 2, bytes); }});
+  if (snap_fd.valid()) {
+    const auto tr = Clock::now();
+    if (auto r = restoreSnapshot(qmp_listener.get(), snap_fd.get(), tr + boot_deadline); !r) {
+      ::unlink(vmj["snapshot"]["path"].get<std::string>().c_str());
+      return Error(Errc::kIo, "--backend vm: the snapshot restore failed: " + r.error().message() + " (--vm-cold boots without it)");
+    }
+    timings["restore_ms"] = msSince(tr);
+    // This restore's own seed and nonce: the agent reseeds the kernel RNG with the seed and
+    // must echo the nonce before the request is sent (ControlSession::expectRestore).
+    const char* skip = std::getenv("CORRAL_VM_TEST_SKIP_RESEED");
+    protocol::Reseed rs;
+    rs.skip_reseed = skip && std::string_view(skip) == "1";
+    ASSIGN_OR_RETURN(rs.seed_hex, hostRandomHex(32));
+    ASSIGN_OR_RETURN(rs.nonce_hex, hostRandomHex(16));
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    rs.time_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+    session.expectRestore(rs.nonce_hex, !rs.skip_reseed);
+    std::string payload = protocol::encodeReseed(rs);
+    const bool sent = sendFrame(ctl.get(), frame::Type::kReseed, payload);
+    ::explicit_bzero(payload.data(), payload.size());
+    ::explicit_bzero(rs.seed_hex.data(), rs.seed_hex.size());
+    if (!sent) return Error(Errc::kIo, "--backend vm: cannot reach the restored guest");
+    vmj["start"] = "restore";
+    vmj["reseed"] = rs.skip_reseed ? "skipped: CORRAL_VM_TEST_SKIP_RESEED=1 (a test control)" : "host getrandom seed + nonce";
+  }
   std::string qemu_err;
   bool done = false;
   std::optional<Clock::time_point> command_deadline;
@@ -463,6 +654,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
       }
       if (*event == ControlSession::Event::kHello) {
         timings["agent_hello_ms"] = msSince(qemu_start);
+        if (session.restoring()) vmj["guest_reseeded"] = session.reseeded();
         vmj["guest_kernel"] = session.hello().kernel;
         vmj["guest_devices"] = session.hello().devices;
         vmj["guest_pci_devices"] = session.hello().pci;

@@ -22,6 +22,7 @@ struct VmOptions {
   uint32_t cpus = 1;                            // --vm-cpus
   std::optional<std::string> kernel;            // --vm-kernel: a bzImage; default: newest /boot/vmlinuz-*
   bool allow_tcg = false;                       // --allow-weaker kvm: run under emulation if KVM is unusable
+  bool cold = false;                            // --vm-cold: boot cold, neither make nor restore a snapshot
 };
 
 // Every field of spec the VM backend cannot honour is refused, naming the option and why;

@@ -10,6 +10,9 @@
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <linux/random.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -32,6 +35,9 @@
 
 namespace corral::vm::guest {
 namespace {
+
+// <linux/fs.h>'s, which cannot be included beside glibc 2.36's <sys/mount.h>.
+constexpr unsigned long kBlkFlsBuf = _IO(0x12, 97);
 
 // Errors before the control channel is open can only go to the kernel log (no console is
 // attached by default); the host sees the guest die and reports the boot as failed.
@@ -286,6 +292,47 @@ protocol::Hello hello() {
   return h;
 }
 
+// A restored guest: mix the host's fresh seed into the kernel RNG and force a CRNG reseed, so
+// two restores of one snapshot never share the snapshot's RNG state; set the clock (the
+// snapshot's is stale); drop vdb's cached blocks (the snapshot boot's blank disk) before the
+// run's own disk is mounted. Any failure powers off: the host then refuses the run.
+bool fromHex(const std::string& hex, unsigned char* out, size_t n) {
+  if (hex.size() != 2 * n) return false;
+  auto nib = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  for (size_t i = 0; i < n; ++i) {
+    const int hi = nib(hex[2 * i]), lo = nib(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<unsigned char>(hi << 4 | lo);
+  }
+  return true;
+}
+
+bool reseedAfterRestore(const protocol::Reseed& r) {
+  if (!r.skip_reseed) {
+    // struct rand_pool_info: two ints, then the seed.
+    alignas(rand_pool_info) unsigned char pool[sizeof(rand_pool_info) + 32] = {};
+    const int counts[2] = {256, 32};  // entropy_count (bits), buf_size (bytes)
+    std::memcpy(pool, counts, sizeof counts);
+    if (!fromHex(r.seed_hex, pool + sizeof(rand_pool_info), 32)) return false;
+    UniqueFd rnd(::open("/dev/urandom", O_WRONLY | O_CLOEXEC));
+    if (!rnd.valid() || ::ioctl(rnd.get(), RNDADDENTROPY, pool) != 0 || ::ioctl(rnd.get(), RNDRESEEDCRNG) != 0) {
+      kmsg(std::string("reseed the kernel RNG: ") + std::strerror(errno));
+      return false;
+    }
+    ::explicit_bzero(pool, sizeof pool);
+  }
+  const timespec now{static_cast<time_t>(r.time_ns / 1000000000ull), static_cast<long>(r.time_ns % 1000000000ull)};
+  ::clock_settime(CLOCK_REALTIME, &now);
+  UniqueFd vdb(::open("/dev/vdb", O_RDONLY | O_CLOEXEC));
+  if (vdb.valid() && ::ioctl(vdb.get(), kBlkFlsBuf, 0) != 0) {
+    kmsg(std::string("flush vdb: ") + std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+static_assert(sizeof(rand_pool_info) == 2 * sizeof(int));
+
 int agent(int argc, char** argv) {
   sandbox::rememberProcessArgs(argc, argv);
   // A write into the stdin pipe of a command that already exited must fail, not signal.
@@ -330,6 +377,17 @@ int agent(int argc, char** argv) {
   Channel ch(UniqueFd(::open(port.c_str(), O_RDWR | O_CLOEXEC)));
   ch.send(frame::Type::kHello, protocol::encodeHello(hello()));
   auto req = ch.receive();
+  // The snapshot point: the host saves the VM while the agent waits here, and every restore
+  // resumes in this receive, which must be the reseed before anything else.
+  if (req && req->type == frame::Type::kQuiesce) {
+    if (!ch.send(frame::Type::kQuiesced, "")) powerOff();
+    auto z = ch.receive();
+    if (!z || z->type != frame::Type::kReseed) powerOff();
+    auto rs = protocol::decodeReseed(z->payload);
+    if (!rs || !reseedAfterRestore(*rs)) powerOff();
+    if (!ch.send(frame::Type::kReseeded, protocol::encodeReseeded({rs->nonce_hex, !rs->skip_reseed, hello()}))) powerOff();
+    req = ch.receive();
+  }
   if (!req || req->type != frame::Type::kRequest) powerOff();
   bool net_proxy = false;
   auto decoded = protocol::decodeRequest(req->payload, &net_proxy);
