@@ -8,7 +8,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
+
+#include <algorithm>
 #include <filesystem>
+#include <future>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -40,6 +44,23 @@ std::string stateFilesHolding(const std::string& state_dir, const std::string& t
     if (readHostFile(it->path().string()).find(text) != std::string::npos) hits += it->path().string() + " ";
   }
   return hits;
+}
+
+// "<record version> <lease rows on an older one>" for record `api`, read from the state
+// database itself (sqlite3, read-only): what the daemon has stored, with or without a daemon.
+std::string storedStaleness(const std::string& state_dir) {
+  const std::string cmd = "/usr/bin/python3 -c \"import sqlite3,sys; c=sqlite3.connect('file:'+sys.argv[1]+'?mode=ro', uri=True, timeout=10);"
+                          " v=c.execute(\\\"SELECT version FROM credentials WHERE name='api'\\\").fetchone()[0];"
+                          " n=c.execute(\\\"SELECT count(*) FROM session_credentials WHERE name='api' AND version<?\\\",(v,)).fetchone()[0];"
+                          " print(v, n)\" " + state_dir + "/state.db 2>&1";
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, f)) out += buf;
+    ::pclose(f);
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
 }
 
 // What the sandbox can look at, then one request through the lease (broker mode).
@@ -171,6 +192,80 @@ TEST(DaemonCredentialRotationReachesSessions, APausedSessionIsReachedTooAndRmSta
   const std::string after = t.ask(id);
   EXPECT_NE(after.find("Bearer " + t.v2), std::string::npos) << claim("daemon.credential-rotation-reaches-sessions", "paused: " + after);
   EXPECT_EQ(t.leaks(), "");
+}
+
+// A rotation cut short for real: two sessions lease the record; the shim of the first one the
+// rotation pushes to (leaseholders go in session id order) is stopped, so the rotation waits on
+// it and never reaches the second; the daemon is killed with SIGKILL then (the value sealed,
+// version 2, both lease rows on 1: stale_leases 2). A loop inside the second session asks the
+// upstream every 300 ms while no daemon runs: it still injects v1 (the control: the state is
+// real and this test could see the old value). After the restart (renewStaleLeases before it
+// serves) both sessions inject v2 and never v1, and stale_leases is 0.
+TEST(DaemonCredentialRotationReachesSessions, ARestartFinishesARotationTheDaemonsDeathCutShort) {
+  Rotation t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.cli({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"}, t.v1).exit_code, 0);
+  const std::string a = t.session();
+  ASSERT_FALSE(a.empty());
+  const std::vector<pid_t> first = shimProcesses(t.d.stateDir());
+  ASSERT_EQ(first.size(), 1u);
+  const std::string b = t.session();
+  ASSERT_FALSE(b.empty());
+  std::vector<pid_t> both = shimProcesses(t.d.stateDir());
+  ASSERT_EQ(both.size(), 2u);
+  const pid_t shim_a = first[0], shim_b = both[0] == shim_a ? both[1] : both[0];
+  // The one pushed to first is stopped; the other is the one the rotation never reaches.
+  const bool a_first = a < b;
+  const std::string unreached = a_first ? b : a;
+  const pid_t stopped = a_first ? shim_a : shim_b;
+  ASSERT_NE(t.ask(a).find("Bearer " + t.v1), std::string::npos);  // control: both leases work
+  ASSERT_NE(t.ask(unreached).find("Bearer " + t.v1), std::string::npos);
+  // Requests from inside that go on while no daemon runs (the output goes nowhere).
+  RunResult loop = sessionExec(t.d, unreached,
+                               {"sh", "-c", "nohup sh -c 'while :; do curl -sS --max-time 5 http://127.0.0.1:3128/lease/api/lease-check; "
+                                            "sleep 0.3; done' >/dev/null 2>&1 </dev/null & true"});
+  ASSERT_EQ(loop.exit_code, 0) << loop.describe();
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  RunOptions o;
+  o.env_extra = {"API_SECRET=" + t.v2};
+  o.deadline = std::chrono::milliseconds(280'000);
+  auto rotation = std::async(std::launch::async, [&] { return t.d.cli({"credential", "rotate", "api", "--from-env", "API_SECRET"}, o); });
+  // Sealed and counted (version 2, both leases stale): the rotation now waits on the stopped shim.
+  // (Read from the database: a show would wait on the stopped shim to collect its uses.)
+  ASSERT_TRUE(eventually([&] { return storedStaleness(t.d.stateDir()) == "2 2"; })) << storedStaleness(t.d.stateDir());
+  ::usleep(500'000);
+  t.d.kill9();
+  EXPECT_EQ(storedStaleness(t.d.stateDir()), "2 2") << "control: the killed daemon left both leases stale";
+  ::kill(stopped, SIGCONT);
+  EXPECT_NE(rotation.get().exit_code, 0) << "the rotation cannot have answered: its daemon died";
+  EXPECT_EQ(t.d.stderrText().find("event=credential_lease_cut"), std::string::npos) << "no shim was cut before the kill";
+  // Control: with no daemon, the session the rotation never reached still injects the old value.
+  const int at_kill = t.servers.count(false);
+  ASSERT_TRUE(eventually([&] { return t.servers.count(false) >= at_kill + 2; })) << "the loop inside the session stopped asking";
+  EXPECT_NE(t.servers.lastHeaders(false).find("Bearer " + t.v1), std::string::npos)
+      << "control: the unreached session should still be on v1 until the restart: " << t.servers.lastHeaders(false);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  EXPECT_NE(t.d.stderrText().find("event=credential_rotation_finished"), std::string::npos) << t.d.stderrText();
+  EXPECT_NE(t.d.stderrText().find("sessions_reached=2"), std::string::npos) << t.d.stderrText();
+  // From the restart on: the loop's requests and each session's next request carry v2, never v1.
+  const int at_start = t.servers.count(false);
+  ASSERT_TRUE(eventually([&] { return t.servers.count(false) >= at_start + 2; }));
+  EXPECT_NE(t.servers.lastHeaders(false).find("Bearer " + t.v2), std::string::npos)
+      << claim("daemon.credential-rotation-reaches-sessions", "the loop after the restart: " + t.servers.lastHeaders(false));
+  for (const std::string& id : {a, b}) {
+    ASSERT_EQ(t.d.curl("GET", "/v1/sessions/" + id).json()["state"], "running") << id;
+    const std::string after = t.ask(id);
+    EXPECT_NE(after.find("Bearer " + t.v2), std::string::npos)
+        << claim("daemon.credential-rotation-reaches-sessions", "after the restart, session " + id + ": " + after);
+    EXPECT_EQ(after.find(t.v1), std::string::npos)
+        << claim("daemon.credential-rotation-reaches-sessions", "an adopted session injected the old value after the restart");
+  }
+  const auto meta = nlohmann::json::parse(t.cli({"credential", "show", "api", "--json"}).out, nullptr, false);
+  EXPECT_EQ(meta["stale_leases"], 0) << claim("daemon.credential-rotation-reaches-sessions", "still stale: " + meta.dump());
+  EXPECT_EQ(meta["active_leases"], 2) << meta.dump();
+  EXPECT_EQ(storedStaleness(t.d.stateDir()), "2 0");
+  EXPECT_EQ(t.leaks(), "") << claim("daemon.credential-rotation-reaches-sessions", "a value was seen where it must not be");
 }
 
 // Fail closed: a shim that cannot take the new value (here: stopped, so it never answers) must
