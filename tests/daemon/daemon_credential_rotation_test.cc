@@ -46,13 +46,18 @@ std::string stateFilesHolding(const std::string& state_dir, const std::string& t
   return hits;
 }
 
-// "<record version> <lease rows on an older one>" for record `api`, read from the state
-// database itself (sqlite3, read-only): what the daemon has stored, with or without a daemon.
-std::string storedStaleness(const std::string& state_dir) {
-  const std::string cmd = "/usr/bin/python3 -c \"import sqlite3,sys; c=sqlite3.connect('file:'+sys.argv[1]+'?mode=ro', uri=True, timeout=10);"
-                          " v=c.execute(\\\"SELECT version FROM credentials WHERE name='api'\\\").fetchone()[0];"
-                          " n=c.execute(\\\"SELECT count(*) FROM session_credentials WHERE name='api' AND version<?\\\",(v,)).fetchone()[0];"
-                          " print(v, n)\" " + state_dir + "/state.db 2>&1";
+// The first column of each row `sql` answers, space-separated, read from the state database
+// itself (sqlite3, read-only): what the daemon has stored, with or without a daemon running.
+std::string stored(const std::string& state_dir, const std::string& sql) {
+  auto quoted = [](const std::string& a) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  const std::string cmd = "/usr/bin/python3 -c " +
+                          quoted("import sqlite3,sys; c=sqlite3.connect('file:'+sys.argv[1]+'?mode=ro', uri=True, timeout=10);"
+                                 " print(' '.join(str(r[0]) for r in c.execute(sys.argv[2])))") +
+                          " " + quoted(state_dir + "/state.db") + " " + quoted(sql) + " 2>&1";
   std::string out;
   if (FILE* f = ::popen(cmd.c_str(), "r")) {
     char buf[256];
@@ -61,6 +66,13 @@ std::string storedStaleness(const std::string& state_dir) {
   }
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
+}
+
+// "<record version> <lease rows on an older one>" for record `api`.
+std::string storedStaleness(const std::string& state_dir) {
+  return stored(state_dir,
+                "SELECT version FROM credentials WHERE name='api' UNION ALL SELECT count(*) FROM session_credentials l"
+                " WHERE l.name='api' AND l.version < (SELECT version FROM credentials WHERE name='api')");
 }
 
 // What the sandbox can look at, then one request through the lease (broker mode).
@@ -264,6 +276,53 @@ TEST(DaemonCredentialRotationReachesSessions, ARestartFinishesARotationTheDaemon
   const auto meta = nlohmann::json::parse(t.cli({"credential", "show", "api", "--json"}).out, nullptr, false);
   EXPECT_EQ(meta["stale_leases"], 0) << claim("daemon.credential-rotation-reaches-sessions", "still stale: " + meta.dump());
   EXPECT_EQ(meta["active_leases"], 2) << meta.dump();
+  EXPECT_EQ(storedStaleness(t.d.stateDir()), "2 0");
+  EXPECT_EQ(t.leaks(), "") << claim("daemon.credential-rotation-reaches-sessions", "a value was seen where it must not be");
+}
+
+// A lease read before a rotation whose row that rotation could not list (here: a recover whose
+// new shim is stopped before it is ready, so the recover waits in its launch while the whole
+// rotation runs; a recovering session is no leaseholder) starts its shim with v1; the recover
+// catches up before it answers, so the session's first request carries v2.
+TEST(DaemonCredentialRotationReachesSessions, ALeaseReadBeforeARotationItMissedCatchesUpBeforeTheAnswer) {
+  Rotation t;
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(t.cli({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"}, t.v1).exit_code, 0);
+  const std::string id = t.session();
+  ASSERT_FALSE(id.empty());
+  ASSERT_NE(t.ask(id).find("Bearer " + t.v1), std::string::npos);  // control
+  t.d.kill9();
+  for (pid_t pid : shimProcesses(t.d.stateDir())) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return shimProcesses(t.d.stateDir()).empty(); }));
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  auto recover = std::async(std::launch::async, [&] { return t.d.cli({"session", "recover", id}); });
+  pid_t shim = 0;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60); !shim && std::chrono::steady_clock::now() < until;)
+    if (auto found = shimProcesses(t.d.stateDir()); !found.empty()) shim = found[0];
+  ASSERT_NE(shim, 0) << "the recover started no shim";
+  ASSERT_EQ(::kill(shim, SIGSTOP), 0);
+  ::usleep(300'000);
+  const std::string state = stored(t.d.stateDir(), "SELECT state FROM sessions WHERE id='" + id + "'");
+  if (state != "recovering") {
+    ::kill(shim, SIGCONT);
+    (void)recover.get();
+    GTEST_SKIP() << "the new shim was ready before it could be stopped (state " << state << "): the interleaving was not forced";
+  }
+  RunResult rot = t.cli({"credential", "rotate", "api", "--from-env", "API_SECRET", "--json"}, t.v2);
+  ASSERT_EQ(rot.exit_code, 0) << rot.describe();
+  EXPECT_NE(t.d.stderrText().find("sessions_reached=0"), std::string::npos) << "the recovering session was no leaseholder";
+  EXPECT_EQ(stored(t.d.stateDir(), "SELECT version FROM session_credentials WHERE session_id='" + id + "'"), "1")
+      << "control: the recover's lease row is on the value it read before the rotation";
+  ::kill(shim, SIGCONT);
+  RunResult rec = recover.get();
+  ASSERT_EQ(rec.exit_code, 0) << rec.describe();
+  EXPECT_NE(t.d.stderrText().find("event=credential_lease_caught_up session=" + id), std::string::npos) << t.d.stderrText();
+  const std::string first = t.ask(id);
+  EXPECT_NE(first.find("Bearer " + t.v2), std::string::npos)
+      << claim("daemon.credential-rotation-reaches-sessions", "a session whose lease was read before the rotation: " + first);
+  EXPECT_EQ(first.find(t.v1), std::string::npos)
+      << claim("daemon.credential-rotation-reaches-sessions", "the old value was injected after rotate returned");
   EXPECT_EQ(storedStaleness(t.d.stateDir()), "2 0");
   EXPECT_EQ(t.leaks(), "") << claim("daemon.credential-rotation-reaches-sessions", "a value was seen where it must not be");
 }
