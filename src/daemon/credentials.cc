@@ -36,7 +36,7 @@ bool killShim(const SessionRow& s) {
 }  // namespace
 
 Credentials::Reach Credentials::pushValue(int64_t owner, const std::string& name, int64_t version, std::string_view value,
-                                          Sessions& sessions) {
+                                          Sessions& sessions, const std::string& only) {
   Reach reach;
   auto holders = store_.leaseholders(owner, name);
   if (!holders) {
@@ -44,7 +44,7 @@ Credentials::Reach Credentials::pushValue(int64_t owner, const std::string& name
     return reach;
   }
   for (const Store::Leaseholder& h : *holders) {
-    if (h.version >= version) continue;
+    if (h.version >= version || (!only.empty() && h.session_id != only)) continue;
     auto row = store_.session(h.session_id);
     if (!row || !*row) continue;
     auto push = [&](const SessionRow& s) {
@@ -235,6 +235,24 @@ void Credentials::renewStaleLeases(Sessions& sessions) {
                                                   " sessions_reached=" + std::to_string(reach.reached) +
                                                   " sessions_cut=" + std::to_string(reach.cut));
   }
+}
+
+Result<void> Credentials::catchUp(const std::string& session_id, int64_t owner, const std::vector<LeasedCredential>& leases,
+                                  Sessions& sessions) {
+  std::lock_guard lock(mu_);  // after any rotation in progress: it has sealed and bumped its version
+  int64_t cut = 0;
+  for (const LeasedCredential& l : leases) {
+    ASSIGN_OR_RETURN(auto row, store_.credential(owner, l.name));
+    if (!row || row->version <= l.version) continue;  // not rotated since the lease read it
+    ASSIGN_OR_RETURN(Secret value, vault_.load(owner, l.name));
+    const Reach reach = pushValue(owner, l.name, row->version, value.revealForInjection(), sessions, session_id);
+    log::info("credential_lease_caught_up", "session=" + session_id + " credential=" + l.name + " version=" +
+                                                std::to_string(row->version) + " sessions_reached=" + std::to_string(reach.reached) +
+                                                " sessions_cut=" + std::to_string(reach.cut));
+    cut += reach.cut;
+  }
+  if (cut > 0) return Error(Errc::kIo, "session " + session_id + ": its shim did not take a credential rotated while it was created");
+  return {};
 }
 
 void Credentials::reconcile() {

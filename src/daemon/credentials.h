@@ -56,14 +56,22 @@ class Credentials {
   // not every shim told) is finished: each adopted session still on an older version gets the
   // current value, or is cut off.
   void renewStaleLeases(Sessions& sessions);
+  // After a create or recover started its shim with `leases`: a rotation that ran between the
+  // lease (the values read) and the session's lease rows (which that rotation could not list)
+  // is caught up now, before the session is answered: each record rotated since is pushed to
+  // this session's shim, or the shim is cut off (an error then).
+  Result<void> catchUp(const std::string& session_id, int64_t owner, const std::vector<LeasedCredential>& leases,
+                       Sessions& sessions);
 
  private:
   Json metadata(const CredentialRow& c) const;
-  // Pushes owner's record `name` at `version` to every leaseholder on an older one; mu_ held.
+  // Pushes owner's record `name` at `version` to every leaseholder on an older one (only to
+  // session `only` when given); mu_ held.
   struct Reach {
     int64_t reached = 0, cut = 0;
   };
-  Reach pushValue(int64_t owner, const std::string& name, int64_t version, std::string_view value, Sessions& sessions);
+  Reach pushValue(int64_t owner, const std::string& name, int64_t version, std::string_view value, Sessions& sessions,
+                  const std::string& only = "");
   Store& store_;
   CredentialVault& vault_;
   AuditLog& audit_;

@@ -44,9 +44,15 @@ ApiResponse createSession(const ApiRequest& req, ApiContext& ctx, Json body) {
   auto leases = ctx.credentials.lease(req.peer, made->spec.credentials, made->spec.ssh_key);
   if (!leases) return errorResponse(leases.error());
   auto session = ctx.sessions.create(req.peer, made->spec, *leases);
-  if (!session || !made->startup) return answer(std::move(session), 201);
-  // A profile's startup: the session is answered once ready, or removed when it never was.
+  if (!session) return answer(std::move(session), 201);
   const std::string id = (*session)["id"].get<std::string>();
+  // A rotation between the lease and the session's lease rows did not list it: caught up here.
+  if (auto caught = ctx.credentials.catchUp(id, req.peer.uid, *leases, ctx.sessions); !caught) {
+    (void)ctx.sessions.remove(req.peer, id);
+    return errorResponse(caught.error().wrap("session " + id + " removed"));
+  }
+  if (!made->startup) return answer(std::move(session), 201);
+  // A profile's startup: the session is answered once ready, or removed when it never was.
   auto started = ctx.sessions.runStartup(req.peer, id, *made->startup);
   if (!started) {
     (void)ctx.sessions.remove(req.peer, id);
@@ -81,7 +87,10 @@ ApiResponse recoverSession(const ApiRequest& req, ApiContext& ctx, const std::st
   if (shown->contains("ssh_key") && (*shown)["ssh_key"].is_string()) ssh_key = (*shown)["ssh_key"].get<std::string>();
   auto leases = ctx.credentials.lease(req.peer, names, ssh_key);
   if (!leases) return errorResponse(leases.error());
-  return answer(ctx.sessions.recover(req.peer, id, env, *leases));
+  auto recovered = ctx.sessions.recover(req.peer, id, env, *leases);
+  if (recovered)  // as at create: a rotation that ran since the lease (a failure here loses it again)
+    if (auto caught = ctx.credentials.catchUp(id, req.peer.uid, *leases, ctx.sessions); !caught) return errorResponse(caught.error());
+  return answer(std::move(recovered));
 }
 
 }  // namespace
