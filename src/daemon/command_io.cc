@@ -32,6 +32,8 @@ void CommandIo::putLocked(const std::string& session, int64_t cmd, Kind kind, Un
     const Entry& e = kv.second;
     return !e.lent && (::access((e.dir + "/status.json").c_str(), F_OK) == 0 || ::access(e.dir.c_str(), F_OK) != 0);
   });
+  // A lent entry is in a request's hands (its fd number in use): never replaced under it.
+  if (auto it = entries_.find({session, cmd}); it != entries_.end() && it->second.lent) return;
   entries_[{session, cmd}] = Entry{kind, std::move(fd), std::move(dir)};
 }
 

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "audit/base64.h"
 #include "base/read_fd.h"
@@ -107,12 +109,20 @@ Result<void> writeStdin(int fd, std::string_view data, int64_t n) {
 // none of a command's (it restarted since the command started) gets it back from the shim, over
 // the control link (SCM_RIGHTS), for the caller's own command only. Callers hold ioMutex(id) over
 // this and their first use, so two requests racing after a restart get one copy between them.
-// One lock of 64 by session id: a shim slow to answer holds up its own sessions' requests (and
-// the few that share its stripe), not every session's.
-std::mutex& ioMutex(const std::string& session) {
-  // cppcheck-suppress constVariable ; a mutex is locked through the reference returned
-  static std::mutex stripes[64];
-  return stripes[std::hash<std::string>{}(session) % 64];
+// One lock per session (never shared with another session or uid): a shim slow to answer holds
+// up its own session's requests only. Kept while some request holds it, then forgotten.
+std::shared_ptr<std::mutex> ioMutex(const std::string& session) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<std::mutex>> locks;
+  std::lock_guard lock(mu);
+  std::erase_if(locks, [](const auto& kv) { return kv.second.expired(); });
+  std::weak_ptr<std::mutex>& slot = locks[session];
+  std::shared_ptr<std::mutex> m = slot.lock();
+  if (!m) {
+    m = std::make_shared<std::mutex>();
+    slot = m;
+  }
+  return m;
 }
 
 Result<void> reobtain(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir) {
@@ -129,7 +139,8 @@ Result<void> reobtain(ApiContext& ctx, const Peer& peer, const std::string& id, 
 template <typename Use>
 auto withCommandIo(ApiContext& ctx, const Peer& peer, const std::string& id, int64_t n, CommandIo::Kind kind, const std::string& dir,
                    Use use) -> decltype(use()) {
-  std::lock_guard lock(ioMutex(id));
+  const auto io_mu = ioMutex(id);
+  std::lock_guard lock(*io_mu);
   RETURN_IF_ERROR(reobtain(ctx, peer, id, n, kind, dir));
   return use();
 }
@@ -142,7 +153,8 @@ ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string
   if (req.method == "DELETE") {
     if (!req.body.empty()) return errorResponse(400, "invalid_request", "DELETE takes no body");
     // Every copy: the daemon's (refused while a POST writes to it) and the shim's.
-    std::lock_guard lock(ioMutex(id));
+    const auto io_mu = ioMutex(id);  // a start's put and a re-obtain take it too: nothing lands in between
+    std::lock_guard lock(*io_mu);
     const bool here = commandIo().has(id, n);
     if (here) {
       auto fd = commandIo().take(id, n, CommandIo::Kind::kStdin);
@@ -150,7 +162,8 @@ ApiResponse stdinRoute(const ApiRequest& req, ApiContext& ctx, const std::string
     }
     auto in_shim = ctx.sessions.closeCommandIoInShim(req.peer, id, n, false);
     if (!in_shim) return errorResponse(in_shim.error());
-    if (!here && !*in_shim) return errorResponse(commandIo().take(id, n, CommandIo::Kind::kStdin).error());  // the usual 409
+    if (!here && !*in_shim)
+      return errorResponse(Error(kConflict, "command " + std::to_string(n) + " has no open stdin (none was asked for, or it was closed)"));
     return {200, Json{{"id", n}, {"session", id}, {"stdin", "closed"}}, nullptr};
   }
   if (req.method != "POST") return errorResponse(405, "method_not_allowed", "POST, DELETE");
@@ -222,6 +235,9 @@ ApiResponse terminalRoute(const ApiRequest& req, ApiContext& ctx, const std::str
     if (end.why == RelayEnd::kClientGone) {
       terminalHold().detach(held->id, held->n, std::move(r.master), end.unsent);
     } else {
+      // Under the session's io lock: an attach between the two must not re-obtain the shim's copy.
+      const auto io_mu = ioMutex(held->id);
+      std::lock_guard lock(*io_mu);
       terminalHold().forget(held->id, held->n);
       r.master.reset();  // a hangup for the command (a protocol error), or nothing left to hold
       // The shim's copy too, or a protocol error would hang nothing up (an ended command's is gone).
@@ -245,6 +261,15 @@ std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx)
     auto cmd = parseCommandSpec(*body);
     if (!cmd) return errorResponse(cmd.error());
     UniqueFd io;
+    // A command with stdin or a terminal starts under its session's io lock, held until its
+    // descriptor is stored: a request for it meanwhile (its number is predictable) waits, so a
+    // re-obtain from the shim or a DELETE cannot interleave with the store.
+    std::shared_ptr<std::mutex> io_mu;
+    std::unique_lock<std::mutex> io_lock;
+    if (cmd->stdin_open || cmd->tty) {
+      io_mu = ioMutex(id);
+      io_lock = std::unique_lock(*io_mu);
+    }
     auto started = ctx.sessions.startCommand(req.peer, id, *cmd, &io);
     if (!started) return errorResponse(started.error());
     if ((cmd->stdin_open || cmd->tty) && !io.valid()) return errorResponse(500, "internal", "the shim passed no stdin or terminal");
@@ -253,7 +278,7 @@ std::optional<ApiResponse> routeCommands(const ApiRequest& req, ApiContext& ctx)
       ::fcntl(io.get(), F_SETFL, ::fcntl(io.get(), F_GETFL) | O_NONBLOCK);
       const auto kind = cmd->tty ? CommandIo::Kind::kTerminal : CommandIo::Kind::kStdin;
       auto dir = ctx.sessions.commandDir(req.peer, id, n);
-      commandIo().put(id, n, kind, std::move(io), dir ? *dir : std::string());
+      commandIo().putIfAbsent(id, n, kind, std::move(io), dir ? *dir : std::string());
       (*started)[cmd->tty ? "tty" : "stdin"] = true;
     }
     return ApiResponse{201, std::move(*started), nullptr};

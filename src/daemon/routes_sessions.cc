@@ -85,11 +85,16 @@ ApiResponse recoverSession(const ApiRequest& req, ApiContext& ctx, const std::st
       if (n.is_string()) names.push_back(n.get<std::string>());
   std::optional<std::string> ssh_key;
   if (shown->contains("ssh_key") && (*shown)["ssh_key"].is_string()) ssh_key = (*shown)["ssh_key"].get<std::string>();
-  auto leases = ctx.credentials.lease(req.peer, names, ssh_key);
+  // The records are the session's owner's, whoever asks: root recovering another uid's session
+  // must not lease root's records of the same names into that uid's sandbox.
+  if (!shown->contains("owner_uid") || !(*shown)["owner_uid"].is_number_integer()) return errorResponse(500, "internal", "session " + id + " has no owner");
+  Peer owner = req.peer;
+  owner.uid = static_cast<uid_t>((*shown)["owner_uid"].get<int64_t>());
+  auto leases = ctx.credentials.lease(owner, names, ssh_key);
   if (!leases) return errorResponse(leases.error());
   auto recovered = ctx.sessions.recover(req.peer, id, env, *leases);
   if (recovered)  // as at create: a rotation that ran since the lease (a failure here loses it again)
-    if (auto caught = ctx.credentials.catchUp(id, req.peer.uid, *leases, ctx.sessions); !caught) return errorResponse(caught.error());
+    if (auto caught = ctx.credentials.catchUp(id, owner.uid, *leases, ctx.sessions); !caught) return errorResponse(caught.error());
   return answer(std::move(recovered));
 }
 

@@ -392,5 +392,49 @@ TEST(DaemonCredentialsPerUid, RootAnotherUidNeitherSeesNorUsesNorRemovesTheRecor
   EXPECT_EQ(c["version"], 1) << claim("daemon.credentials-per-uid", "uid 65534 rotated root's record");
 }
 
+// Root recovering another uid's lost session leases that uid's records, never root's records of
+// the same names (the recover route once leased as whoever asked).
+TEST(DaemonCredentialsPerUid, RootRecoveringAnotherUidsSessionLeasesThatUidsRecordNotRoots) {
+  CORRAL_REQUIRE_ROOT("the test connects as uid 65534 to a root daemon");
+  CredentialRun t({"--allow-group", "nogroup"});  // the upstream accepts t.secret: uid 65534's value
+  REQUIRE_SERVERS(t.servers);
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  ASSERT_EQ(::chmod(t.d.stateDir().c_str(), 0755), 0);
+  auto as_nobody = [&](const Args& args) {
+    Args argv = {corralBin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions o;
+    o.as_user = kNobody;
+    o.env_extra = {"CORRAL_SOCKET=" + t.d.socket(), "API_SECRET=" + t.secret};
+    return run(argv, o);
+  };
+  const std::string roots = freshSecret();
+  ASSERT_EQ(t.add(roots).exit_code, 0);  // root's record of the same name, another value
+  RunResult add = as_nobody({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"});
+  ASSERT_EQ(add.exit_code, 0) << add.describe();
+  Args create = {"session", "create", "--net", "proxy", "--credential", "api"};
+  for (const std::string& o : Daemon::hostSessionOptions()) create.push_back(o);
+  RunResult made = as_nobody(create);
+  ASSERT_EQ(made.exit_code, 0) << made.describe();
+  std::string id = made.out;
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  const std::string check = "curl -sS --max-time 20 http://127.0.0.1:3128/lease/api/lease-check";
+  ASSERT_NE(t.inside(id, check).out.find("auth=ok"), std::string::npos) << "uid 65534's own lease works before";
+  // Control: root's record is not what the upstream accepts, so leasing it would show.
+  const std::string mine = t.session({"--credential", "api"});
+  ASSERT_FALSE(mine.empty());
+  EXPECT_NE(t.inside(mine, check).out.find("auth=bad"), std::string::npos) << "root's value must differ from uid 65534's";
+  ASSERT_EQ(t.cli({"session", "rm", mine}).exit_code, 0);
+  t.d.kill9();
+  for (pid_t pid : shimProcesses(t.d.stateDir())) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return shimProcesses(t.d.stateDir()).empty(); }));
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  RunResult rec = t.cli({"session", "recover", id});  // root recovers uid 65534's session
+  ASSERT_EQ(rec.exit_code, 0) << rec.describe();
+  EXPECT_NE(t.inside(id, check).out.find("auth=ok"), std::string::npos)
+      << claim("daemon.credentials-per-uid", "root's recover of uid 65534's session leased root's record into it");
+  EXPECT_EQ(t.seen.find(roots), std::string::npos);
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -143,8 +143,7 @@ bool fileExists(const std::string& p) {
 }
 
 std::string fileText(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return readHostFile(p);  // "" when unreadable; never throws
 }
 
 long rssKiB(pid_t pid) {
@@ -189,8 +188,9 @@ std::vector<pid_t> shimProcesses(const std::string& state_dir) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // readHostFile, not an istreambuf_iterator: a process that exits meanwhile makes read fail
+    // (ESRCH), which libstdc++'s filebuf throws out of the iterator.
+    const std::string cmdline = readHostFile(std::string("/proc/") + e->d_name + "/cmdline");
     if (cmdline.find(std::string("__session-shim") + '\0' + state_dir + "/") != std::string::npos) out.push_back(static_cast<pid_t>(pid));
   }
   ::closedir(d);

@@ -211,8 +211,7 @@ pid_t guestProcessWithMarker(const std::string& marker) {
   while (dirent* e = ::readdir(proc)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cmdline = readHostFile(std::string("/proc/") + e->d_name + "/cmdline");  // never throws
     if (cmdline.rfind("/opt/corral-wasm/guest", 0) == 0 && cmdline.find(marker) != std::string::npos) found = pid;
   }
   ::closedir(proc);
