@@ -49,7 +49,8 @@ echo "build-vm-kernel: linux-source-6.1 $version, key $key, in $work (-j$jobs)" 
 # CORRAL_KERNEL_SRC: an already unpacked linux-source-6.1 tree (read only: the build is out of tree).
 if [[ -n ${CORRAL_KERNEL_SRC:-} ]]; then src=$CORRAL_KERNEL_SRC
 else tar -C "$work" -xf /usr/src/linux-source-6.1.tar.xz; src=$work/linux-source-6.1; fi
-obj=$work/build
+# CORRAL_KERNEL_BUILD_DIR: a build directory to keep (an incremental rebuild after a fragment change).
+obj=${CORRAL_KERNEL_BUILD_DIR:-$work/build}
 mkdir -p "$obj"
 export KBUILD_BUILD_USER=corral KBUILD_BUILD_HOST=corral
 make -C "$src" O="$obj" -s tinyconfig
