@@ -288,8 +288,8 @@ Result<std::string> defaultKernel() {
 }
 
 Result<KernelChoice> chooseKernel() {
-  // EXPERIMENTAL, off by default: the minimal kernel does not boot corral's guest yet (under
-  // microvm its ACPI tables fail to load, so no virtio-mmio device is found: docs/vm.md).
+  // EXPERIMENTAL, off by default: the minimal kernel is not yet measured or run through the
+  // vm suite (docs/vm.md).
   const char* opt_in = std::getenv("CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL");
   const bool experimental = opt_in && std::string_view(opt_in) == "1";
   if (auto cache = cacheDir(); experimental && cache) {
