@@ -4,6 +4,24 @@
 # apt-get runs only when something is missing, so a second call costs a dpkg query.
 set -euo pipefail
 
+# Optional, never part of the default run: `scripts/bootstrap.sh kernel-build` installs what
+# scripts/build-vm-kernel.sh needs to build the minimal VM guest kernel (issue 23), and only that.
+kernel_build() {
+  local deps=(linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev xz-utils perl)
+  local need=() p
+  for p in "${deps[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+  done
+  ((${#need[@]})) || return 0
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "bootstrap: missing packages: ${need[*]}; run as root: sudo scripts/bootstrap.sh kernel-build" >&2
+    return 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+if [[ ${1:-} == kernel-build ]]; then kernel_build; exit; fi
+
 packages=(
   build-essential cmake ninja-build ccache pkg-config clang
   libseccomp-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev

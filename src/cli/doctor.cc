@@ -64,8 +64,9 @@ std::pair<bool, std::string> smokeTest() {
 // --backend vm: "kvm", "tcg only" (why KVM is unusable) or "unavailable", with the fix.
 nlohmann::json vmState() {
   vm::AccelProbe p = vm::probeAccel();
+  const auto kernel = vm::images::chooseKernel();
   // Without a guest kernel, the image tool or the agent there is no VM, whatever the accelerator.
-  for (auto missing : {vm::images::defaultKernel().ok() ? std::optional<Error>{} : vm::images::defaultKernel().error(),
+  for (auto missing : {kernel.ok() ? std::optional<Error>{} : kernel.error(),
                        vm::findTool({"/usr/bin/mkfs.erofs", "/usr/sbin/mkfs.erofs"}, "erofs-utils").ok()
                            ? std::optional<Error>{}
                            : vm::findTool({"/usr/bin/mkfs.erofs"}, "erofs-utils").error(),
@@ -75,7 +76,9 @@ nlohmann::json vmState() {
     p.detail = missing->message();
     p.fix = "run scripts/bootstrap.sh (qemu-system-x86, linux-image-amd64, erofs-utils) and build corral-vm-init";
   }
-  return {{"state", vm::accelName(p.kind)}, {"detail", p.detail}, {"fix", p.fix}};
+  nlohmann::json k = nullptr;
+  if (kernel) k = {{"kind", kernel->kind}, {"path", kernel->path}, {"why", kernel->why}};
+  return {{"state", vm::accelName(p.kind)}, {"detail", p.detail}, {"fix", p.fix}, {"kernel", k}};
 }
 
 }  // namespace
@@ -132,8 +135,12 @@ int doctorMain(const std::vector<std::string>& args) {
       std::printf("  %-15s %s\n", it.key().c_str(), it.value().get<std::string>().c_str());
     std::printf("\ndefault exec: %s (%s)\n", smoke_ok ? "ok" : "REFUSED", oneLine(smoke_detail).c_str());
     const nlohmann::json v = vmState();
-    std::printf("vm: %s (%s)%s%s\n", v["state"].get<std::string>().c_str(), v["detail"].get<std::string>().c_str(),
-                v["fix"].get<std::string>().empty() ? "" : "; fix: ", v["fix"].get<std::string>().c_str());
+    std::printf("vm: %s (%s)%s%s%s\n", v["state"].get<std::string>().c_str(), v["detail"].get<std::string>().c_str(),
+                v["fix"].get<std::string>().empty() ? "" : "; fix: ", v["fix"].get<std::string>().c_str(),
+                v["kernel"].is_null() ? ""
+                                      : ("; default kernel: " + v["kernel"]["kind"].get<std::string>() + " " +
+                                         v["kernel"]["path"].get<std::string>())
+                                            .c_str());
     const nlohmann::json w = wasmState();
     std::printf("wasm: %s (%s)%s%s\n", w["state"].get<std::string>().c_str(), oneLine(w["detail"].get<std::string>()).c_str(),
                 w["fix"].get<std::string>().empty() ? "" : "; fix: ", w["fix"].get<std::string>().c_str());

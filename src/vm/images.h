@@ -22,6 +22,17 @@ Result<std::string> kernelRelease(const std::string& bzimage);
 // The newest /boot/vmlinuz-* whose modules are installed in /lib/modules.
 Result<std::string> defaultKernel();
 
+// The kernel a run without --vm-kernel boots, and why: defaultKernel(). EXPERIMENTAL, only
+// with CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=1: the minimal kernel scripts/build-vm-kernel.sh
+// cached (the most recent vmlinuz-minimal-* in the cache, a regular file of this user that
+// nobody else can write), which does not boot corral's guest yet (docs/vm.md).
+struct KernelChoice {
+  std::string path;
+  std::string kind;  // "minimal" or "debian"
+  std::string why;
+};
+Result<KernelChoice> chooseKernel();
+
 // A cpio (newc) initramfs holding the agent as /init and the kernel modules the guest needs
 // (virtio-mmio, -blk, -console, -rng, erofs, ext4 and their dependencies, in load order).
 Result<std::string> initramfs(const std::string& cache, const std::string& agent, const std::string& release);

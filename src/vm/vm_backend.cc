@@ -237,6 +237,7 @@ Result<std::string> placeInRunDir(const std::string& src, const RunDir& dir, con
 struct Images {
   std::string kernel_source;  // as chosen, before it is placed in the run dir
   std::string release;
+  std::string kernel_kind, kernel_why;  // images::KernelChoice, or "given" (--vm-kernel)
   std::string initrd_cached, rootfs_cached;  // content-named, in the image cache
   JailFiles jail;
 };
@@ -247,8 +248,13 @@ Result<Images> prepareImages(const sandbox::SandboxSpec& spec, const VmOptions& 
   Images im;
   if (vm.kernel) {
     im.kernel_source = *vm.kernel;
+    im.kernel_kind = "given";
+    im.kernel_why = "--vm-kernel";
   } else {
-    ASSIGN_OR_RETURN(im.kernel_source, images::defaultKernel());
+    ASSIGN_OR_RETURN(images::KernelChoice k, images::chooseKernel());
+    im.kernel_source = k.path;
+    im.kernel_kind = k.kind;
+    im.kernel_why = k.why;
   }
   ASSIGN_OR_RETURN(im.release, images::kernelRelease(im.kernel_source));
   ASSIGN_OR_RETURN(std::string cache, images::cacheDir());
@@ -462,6 +468,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   const std::string kernel_source = im.kernel_source;
   vmj["kernel"] = vm.kernel ? *vm.kernel : kernel_source;
   vmj["kernel_release"] = im.release;
+  vmj["kernel_choice"] = {{"kind", im.kernel_kind}, {"why", im.kernel_why}};
   const std::string staging = dir.path() + "/outputs";
   if (::mkdir(staging.c_str(), 0700) != 0) return sysError("mkdir " + staging);
   ASSIGN_OR_RETURN(OutputReceiver outputs, OutputReceiver::create(staging, spec.outputs, spec.limits.workspace_bytes));

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// The guest kernel a run without --vm-kernel boots (issue 23): Debian's by default; with the
+// experimental opt-in CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=1, the minimal kernel
+// scripts/build-vm-kernel.sh cached, when there is one this user alone can write. `corral
+// doctor` and the run's report must name the kernel actually chosen. The boot uses a copy of
+// Debian's kernel under the minimal name (the minimal kernel does not boot the guest yet).
+// On a private cache (hard links to the user's images), so the user's cache is not touched.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "harness.h"
+#include "vm/images.h"
+#include "vm_setup.h"
+
+namespace corral::testing::vm {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+Json doctorKernel(const std::string& cache) {
+  RunResult r = run({corralBin(), "doctor", "--json"},
+                    RunOptions{.env_extra = {"CORRAL_VM_CACHE=" + cache, "CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=1"}});
+  Json j = Json::parse(r.out, nullptr, false);
+  if (j.is_discarded() || !j.contains("vm")) return Json();
+  return j["vm"].value("kernel", Json());
+}
+
+TEST(VmKernelChoice, DoctorAndReportNameTheKernelActuallyChosen) {
+  if (const std::string why = whyNoVm(); !why.empty()) GTEST_SKIP() << why;
+  auto debian = corral::vm::images::defaultKernel();
+  ASSERT_TRUE(debian.ok()) << debian.error().message();
+  auto user_cache = corral::vm::images::cacheDir();
+  ASSERT_TRUE(user_cache.ok());
+  TempDir cache("vm-kernel-cache");
+  ::chmod(cache.path().c_str(), 0700);
+  for (const auto& e : fs::directory_iterator(*user_cache)) {
+    const std::string name = e.path().filename();
+    if (name.rfind("initramfs-", 0) == 0 || name.rfind("rootfs-", 0) == 0)
+      fs::create_hard_link(e.path(), cache / name);
+  }
+  // No minimal kernel cached: Debian's.
+  Json k = doctorKernel(cache.path());
+  EXPECT_EQ(k.value("kind", ""), "debian") << k.dump();
+  EXPECT_EQ(k.value("path", ""), *debian) << k.dump();
+
+  // Planted ones are not chosen: group-writable, or a symlink.
+  fs::copy_file(*debian, cache / "vmlinuz-minimal-planted");
+  ::chmod((cache / "vmlinuz-minimal-planted").c_str(), 0664);
+  fs::create_symlink(*debian, cache / "vmlinuz-minimal-link");
+  k = doctorKernel(cache.path());
+  EXPECT_EQ(k.value("kind", ""), "debian") << "a group-writable or symlinked kernel was chosen: " << k.dump();
+
+  // Control: one this user alone can write is chosen, and a run boots it and says so.
+  const std::string chosen = cache / "vmlinuz-minimal-test";
+  fs::copy_file(*debian, chosen);
+  ::chmod(chosen.c_str(), 0644);
+  k = doctorKernel(cache.path());
+  EXPECT_EQ(k.value("kind", ""), "minimal") << k.dump();
+  EXPECT_EQ(k.value("path", ""), chosen) << k.dump();
+
+  std::vector<std::string> opts = vmOptions();
+  opts.push_back("--vm-cold");
+  RunResult r = runCorral(opts, {"/bin/sh", "-c", "uname -r"},
+                          RunOptions{.env_extra = {"CORRAL_VM_CACHE=" + cache.path(), "CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=1"},
+                                     .deadline = std::chrono::seconds(110)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(r.report.has_value()) << r.describe();
+  const Json vm = (*r.report)["vm"];
+  EXPECT_EQ(vm.value("kernel", ""), chosen) << vm.dump();
+  EXPECT_EQ(vm["kernel_choice"].value("kind", ""), "minimal") << vm.dump();
+  auto release = corral::vm::images::kernelRelease(chosen);
+  ASSERT_TRUE(release.ok());
+  EXPECT_EQ(vm.value("kernel_release", ""), *release) << vm.dump();
+  EXPECT_NE(r.out.find(*release), std::string::npos) << "the guest's uname -r is not the chosen kernel's: " << r.out;
+
+  // Without the opt-in, the default stays Debian's even with a minimal kernel cached.
+  RunResult d = run({corralBin(), "doctor", "--json"}, RunOptions{.env_extra = {"CORRAL_VM_CACHE=" + cache.path()}});
+  Json dj = Json::parse(d.out, nullptr, false);
+  ASSERT_FALSE(dj.is_discarded()) << d.out;
+  EXPECT_EQ(dj["vm"]["kernel"].value("kind", ""), "debian") << dj["vm"].dump();
+}
+
+}  // namespace
+}  // namespace corral::testing::vm
