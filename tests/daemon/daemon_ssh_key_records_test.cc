@@ -199,7 +199,7 @@ TEST(DaemonSshKeyRecords, AHeaderRecordAsSshKeyAndAnSshKeyRecordAsCredentialAreR
 // Profiles are their owner's, and so is the record a profile names: it is leased from the
 // creator's records, who is always the profile's owner. uid 65534 can neither use root's
 // profile nor, with a profile of its own naming root's record, root's record.
-TEST(DaemonSshKeyRecords, AnotherUidsProfileNamingRootsRecordGetsNoKey) {
+TEST(DaemonSshKeyRecords, RootAnotherUidsProfileNamingRootsRecordGetsNoKey) {
   CORRAL_REQUIRE_ROOT("the test connects as uid 65534 to a root daemon");
   TempDir keys{"sshrec-keys"};
   Daemon d({"--allow-group", "nogroup"});
