@@ -364,20 +364,23 @@ TEST(DaemonCredentialsLeasedThroughProxy, ControlWithoutTheRecordNothingIsInject
 
 // ---- daemon.credentials-per-uid ----
 
+// The corral CLI as uid 65534 against t's daemon, with API_SECRET=value in its environment.
+RunResult asNobody(CredentialRun& t, const Args& args, const std::string& value) {
+  Args argv = {corralBin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunOptions o;
+  o.as_user = kNobody;
+  o.env_extra = {"CORRAL_SOCKET=" + t.d.socket(), "API_SECRET=" + value};
+  return run(argv, o);
+}
+
 TEST(DaemonCredentialsPerUid, RootAnotherUidNeitherSeesNorUsesNorRemovesTheRecord) {
   CORRAL_REQUIRE_ROOT("the test connects as uid 65534 to a root daemon");
   CredentialRun t({"--allow-group", "nogroup"});
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   ASSERT_EQ(t.add(t.secret).exit_code, 0);
   ASSERT_EQ(::chmod(t.d.stateDir().c_str(), 0755), 0);
-  auto as_nobody = [&](const Args& args) {
-    Args argv = {corralBin()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    RunOptions o;
-    o.as_user = kNobody;
-    o.env_extra = {"CORRAL_SOCKET=" + t.d.socket(), "API_SECRET=" + freshSecret()};
-    return run(argv, o);
-  };
+  auto as_nobody = [&](const Args& args) { return asNobody(t, args, freshSecret()); };
   RunResult ls = as_nobody({"credential", "ls", "--json"});
   EXPECT_EQ(ls.out, "{\"credentials\":[]}\n") << claim("daemon.credentials-per-uid", "uid 65534 listed root's record: " + ls.describe());
   EXPECT_EQ(as_nobody({"credential", "show", "api"}).exit_code, 125);
@@ -400,14 +403,7 @@ TEST(DaemonCredentialsPerUid, RootRecoveringAnotherUidsSessionLeasesThatUidsReco
   REQUIRE_SERVERS(t.servers);
   ASSERT_TRUE(t.d.start()) << t.d.stderrText();
   ASSERT_EQ(::chmod(t.d.stateDir().c_str(), 0755), 0);
-  auto as_nobody = [&](const Args& args) {
-    Args argv = {corralBin()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    RunOptions o;
-    o.as_user = kNobody;
-    o.env_extra = {"CORRAL_SOCKET=" + t.d.socket(), "API_SECRET=" + t.secret};
-    return run(argv, o);
-  };
+  auto as_nobody = [&](const Args& args) { return asNobody(t, args, t.secret); };
   const std::string roots = freshSecret();
   ASSERT_EQ(t.add(roots).exit_code, 0);  // root's record of the same name, another value
   RunResult add = as_nobody({"credential", "add", "api", "--host", t.servers.httpUrl(), "--from-env", "API_SECRET"});
