@@ -182,11 +182,16 @@ def rss_kib(pid):
 
 SHELL = ["sh", "-c", "PS1='$ ' exec sh -i"]
 
-if mode == "shell":
+
+def attached_shell():
+    """An interactive shell started on a terminal and attached: (command, Reader, its pid)."""
     n = start(SHELL)
     a = attach(n)
     a.send(b"echo pid=$$\n")
-    pid1 = a.until(rb"pid=(\d+)\r\n").group(1).decode()
+    return n, a, a.until(rb"pid=(\d+)\r\n").group(1).decode()
+
+if mode == "shell":
+    n, a, pid1 = attached_shell()
     # Output written after the connection closed (once /tmp/go-shell exists): the scrollback's.
     a.send(b"while [ ! -e /tmp/go-shell ]; do sleep 0.05; done; echo written-while-$((6*7))-detached\n")
     a.until(rb"-detached\r\n")  # the line's echo
@@ -259,10 +264,7 @@ elif mode == "exited":
                       "after_status": after[0] if isinstance(after, tuple) else 101,
                       "after": after[1] if isinstance(after, tuple) else None}))
 elif mode in ("restart-attached", "restart-detached"):
-    n = start(SHELL)
-    a = attach(n)
-    a.send(b"echo pid=$$\n")
-    pid1 = a.until(rb"pid=(\d+)\r\n").group(1).decode()
+    n, a, pid1 = attached_shell()
     # Written 2 s on: after the kill, before the restart (the caller waits longer than that).
     a.send(b"sleep 2; echo written-while-$((6*7))-no-daemon\n")
     a.until(rb"-no-daemon\r\n")  # the line's echo
@@ -302,10 +304,7 @@ elif mode == "restart-ended":
                       "after": after[1] if isinstance(after, tuple) else None, "report": command(n)}))
 elif mode == "cli":
     corral = sys.argv[4]
-    n = start(SHELL)
-    a = attach(n)
-    a.send(b"echo pid=$$\n")
-    pid1 = a.until(rb"pid=(\d+)\r\n").group(1).decode()
+    n, a, pid1 = attached_shell()
     a.send(b"while [ ! -e /tmp/go-cli ]; do sleep 0.05; done; echo after-the-$((2*3))-drop\n")
     a.until(rb"-drop\r\n")  # the line's echo
     a.close()
