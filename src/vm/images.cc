@@ -234,7 +234,7 @@ Result<void> mkdirs(const std::string& path) {
 
 }  // namespace
 
-Result<std::string> cacheDir() {
+std::string cachePath() {
   std::string dir;
   if (const char* c = std::getenv("CORRAL_VM_CACHE"); c && *c) dir = c;
   else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') dir = std::string(x) + "/corral/vm";
@@ -243,6 +243,11 @@ Result<std::string> cacheDir() {
     const char* t = std::getenv("TMPDIR");
     dir = std::string(t && *t == '/' ? t : "/tmp") + "/corral-vm-" + std::to_string(::getuid());
   }
+  return dir;
+}
+
+Result<std::string> cacheDir() {
+  const std::string dir = cachePath();
   const size_t last = dir.rfind('/');
   if (last > 0) {
     RETURN_IF_ERROR(mkdirs(dir.substr(0, last)));
@@ -292,7 +297,11 @@ Result<KernelChoice> chooseKernel() {
   // vm suite (docs/vm.md).
   const char* opt_in = std::getenv("CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL");
   const bool experimental = opt_in && std::string_view(opt_in) == "1";
-  if (auto cache = cacheDir(); experimental && cache) {
+  // Only an opted-in run looks in the cache, and only in one that exists: cacheDir() creates
+  // the directory, and `corral doctor`, which asks this, must leave nothing behind in $HOME.
+  Result<std::string> cache = Error(Errc::kUnsupported, "no VM cache");
+  if (experimental && exists(cachePath())) cache = cacheDir();
+  if (cache) {
     std::string best;
     struct timespec best_time {};
     if (DIR* d = ::opendir(cache->c_str())) {

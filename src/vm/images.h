@@ -15,6 +15,8 @@ namespace corral::vm::images {
 // $TMPDIR/corral-vm-<uid>. Created 0700; refused unless it is a directory this user owns
 // that nobody else can write (another user could plant an image that would be booted).
 Result<std::string> cacheDir();
+// The same path, neither created nor checked.
+std::string cachePath();
 
 // The kernel release in a bzImage's setup header ("6.1.0-57-amd64").
 Result<std::string> kernelRelease(const std::string& bzimage);

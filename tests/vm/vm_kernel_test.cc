@@ -83,5 +83,45 @@ TEST(VmKernelChoice, DoctorAndReportNameTheKernelActuallyChosen) {
   EXPECT_EQ(dj["vm"]["kernel"].value("kind", ""), "debian") << dj["vm"].dump();
 }
 
+std::vector<std::string> entriesUnder(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) out.push_back(e.path());
+  return out;
+}
+
+// `corral doctor` reports; it writes nothing. Stop 30's CI found the package's purge leaving
+// /root/.cache/corral/vm behind: doctor asked which kernel a run would boot, and the lookup
+// created the VM cache. With and without the opt-in, a doctor run in a fresh $HOME leaves that
+// $HOME empty. Control: the cache lookup itself, in this process with the same $HOME, does
+// create the directory, and the same listing sees it.
+TEST(VmKernelChoice, DoctorLeavesNothingInTheUsersHome) {
+  for (const char* opt_in : {"0", "1"}) {
+    TempDir home("doctor-home");
+    RunResult d = run({corralBin(), "doctor", "--json"},
+                      RunOptions{.env = std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + home.path(),
+                                                                 std::string("CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=") + opt_in}});
+    ASSERT_FALSE(d.deadline_hit) << d.describe();
+    ASSERT_FALSE(d.out.empty()) << d.describe();
+    const std::vector<std::string> left = entriesUnder(home.path());
+    EXPECT_TRUE(left.empty()) << "with CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=" << opt_in << ", doctor left "
+                              << (left.empty() ? "" : left.front()) << " (" << left.size() << " entries)";
+  }
+  TempDir home("doctor-home-control");
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const char* k : {"HOME", "XDG_CACHE_HOME", "CORRAL_VM_CACHE"}) {
+    const char* v = std::getenv(k);
+    saved.emplace_back(k, v ? std::optional<std::string>(v) : std::nullopt);
+    ::unsetenv(k);
+  }
+  ::setenv("HOME", home.path().c_str(), 1);
+  auto made = corral::vm::images::cacheDir();
+  for (const auto& [k, v] : saved)
+    if (v) ::setenv(k.c_str(), v->c_str(), 1);
+    else ::unsetenv(k.c_str());
+  ASSERT_TRUE(made.ok()) << made.error().message();
+  EXPECT_EQ(*made, home.path() + "/.cache/corral/vm");
+  EXPECT_EQ(entriesUnder(home.path()).size(), 3u) << "the control's listing did not see the created cache";
+}
+
 }  // namespace
 }  // namespace corral::testing::vm
