@@ -180,6 +180,12 @@ std::vector<std::string> proxyEnvironment(uint16_t port) {
       value = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p;
       value += " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p;
       value += " -Dhttp.nonProxyHosts=";
+      // java.net.Socket (JDBC drivers and other raw-socket clients) asks the same selector for
+      // socket:// URIs, which only socksProxyHost answers: SOCKS5 on the same port, the name
+      // sent unresolved. http(s).proxyHost take precedence for http and https, so those stay
+      // HTTP proxying. socksNonProxyHosts keeps its default (localhost|127.*|[::1]), so a
+      // socket to a server inside the sandbox stays direct.
+      value += " -DsocksProxyHost=127.0.0.1 -DsocksProxyPort=" + p;
     }
     env.push_back(std::string(name) + "=" + value);
   }

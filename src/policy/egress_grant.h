@@ -49,7 +49,7 @@ inline constexpr std::string_view kProxyEnvironmentNames[] = {"HTTP_PROXY", "htt
 // Each of those set for a proxy listening on 127.0.0.1:port inside the sandbox:
 // HTTP(S)_PROXY "http://127.0.0.1:port", ALL_PROXY "socks5h://127.0.0.1:port" (the same
 // port speaks SOCKS5), NO_PROXY/no_proxy empty (nothing is exempt), and JAVA_TOOL_OPTIONS
-// with the JVM's http(s).proxyHost/proxyPort properties.
+// with the JVM's http(s).proxyHost/proxyPort and socksProxyHost/socksProxyPort properties.
 std::vector<std::string> proxyEnvironment(uint16_t port);
 
 // Every grant, or the first error prefixed with its position ("grant 2: ...").

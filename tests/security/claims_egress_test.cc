@@ -4,7 +4,6 @@
 // loopback (egress_servers.py: HTTP, HTTPS with a test CA, git http-backend). Each refusal
 // is checked at the server too: a request that was refused never arrived.
 #include <algorithm>
-#include <filesystem>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "egress_fixture.h"
 #include "harness.h"
+#include "jdk.h"
 
 namespace corral::testing {
 namespace {
@@ -100,22 +100,9 @@ TEST(EgressAllowlistOnly, PythonUrllibUsesTheProxyForHttps) {
   EXPECT_EQ(ev[0]["destination"], "127.0.0.1:" + std::to_string(s.https));
 }
 
-// A JVM whose configuration lives under its own directory: Debian's openjdk links its
-// conf/security/java.security to /etc/java-N-openjdk, and the sandbox's /etc is corral's own,
-// so that JVM cannot start inside at all (docs/egress-proxy.md, "Clients").
-std::string sandboxableJava() {
-  std::error_code ec;
-  for (const auto& jdk : std::filesystem::directory_iterator("/usr/lib/jvm", ec)) {
-    const auto conf = jdk.path() / "conf/security/java.security";
-    if (std::filesystem::is_regular_file(jdk.path() / "bin/java") && std::filesystem::is_regular_file(jdk.path() / "bin/javac") &&
-        !std::filesystem::is_symlink(conf) && std::filesystem::is_regular_file(conf))
-      return jdk.path().string();
-  }
-  return "";
-}
-
 // The JVM reads no proxy variable: JAVA_TOOL_OPTIONS carries its http(s).proxyHost/Port. The
-// control: the same client with the property cleared on its command line has no way out.
+// control: the same client with the properties cleared on its command line has no way out
+// (socksProxyHost too: without http.proxyHost the JVM's selector falls back to SOCKS for http).
 TEST(EgressAllowlistOnly, JavaClientsGoThroughTheProxyByJavaToolOptions) {
   const std::string jdk = sandboxableJava();
   if (jdk.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm whose conf is not under /etc";
@@ -136,7 +123,7 @@ TEST(EgressAllowlistOnly, JavaClientsGoThroughTheProxyByJavaToolOptions) {
   ASSERT_TRUE(r.report) << r.describe();
   ASSERT_EQ((*r.report)["egress"].size(), 1u) << r.report->dump();
   EXPECT_EQ((*r.report)["egress"][0]["kind"], "forward");
-  RunResult control = runCorral(proxyOpts(ws, {s.httpUrl()}), {jdk + "/bin/java", "-Dhttp.proxyHost=", "-cp", "/workspace", "Fetch", url});
+  RunResult control = runCorral(proxyOpts(ws, {s.httpUrl()}), {jdk + "/bin/java", "-Dhttp.proxyHost=", "-DsocksProxyHost=", "-cp", "/workspace", "Fetch", url});
   EXPECT_NE(control.exit_code, 0) << "a JVM without the proxy properties got out: " << control.describe();
   EXPECT_EQ(s.count(false), 1) << claim("egress.allowlist-only", "the JVM reached the server directly");
 }
