@@ -30,47 +30,11 @@ constexpr int kReadsPerRound = 16;
 
 }  // namespace
 
-void Scrollback::append(std::string_view b) {
-  if (b.size() >= kBytes) {
-    dropped_ += buf_.size() + (b.size() - kBytes);
-    buf_.assign(b.substr(b.size() - kBytes));
-    start_ = 0;
-    return;
-  }
-  if (buf_.size() < kBytes) {
-    const size_t n = std::min(kBytes - buf_.size(), b.size());
-    buf_.append(b.substr(0, n));
-    b.remove_prefix(n);
-  }
-  // Full: each new byte overwrites the oldest.
-  dropped_ += b.size();
-  while (!b.empty()) {
-    const size_t n = std::min(kBytes - start_, b.size());
-    buf_.replace(start_, n, b.substr(0, n));
-    start_ = (start_ + n) % kBytes;
-    b.remove_prefix(n);
-  }
-}
-
-std::string Scrollback::take() {
-  std::string out = buf_.substr(start_) + buf_.substr(0, start_);
-  buf_.clear();
-  buf_.shrink_to_fit();
-  start_ = 0;
-  return out;
-}
-
 Result<TerminalHold::Claim> TerminalHold::attach(const std::string& session, int64_t cmd, const std::string& dir) {
   std::lock_guard lock(mu_);
   sweep(Clock::now());
   auto it = entries_.find({session, cmd});
-  if (it == entries_.end()) {  // the first attach: the master the command started with
-    ASSIGN_OR_RETURN(UniqueFd master, commandIo().take(session, cmd, CommandIo::Kind::kTerminal));
-    entries_[{session, cmd}] = Entry{dir};
-    Claim c;
-    c.master = std::move(master);
-    return c;
-  }
+  if (it == entries_.end()) return attachFirst(session, cmd, dir);
   Entry& e = it->second;
   if (e.attached) return Error(kConflict, "command " + std::to_string(cmd) + ": its terminal is attached to another client");
   e.attached = true;
@@ -81,8 +45,47 @@ Result<TerminalHold::Claim> TerminalHold::attach(const std::string& session, int
   c.dropped = e.scrollback.dropped();
   c.scrollback = e.scrollback.take();
   e.scrollback = Scrollback{};
+  e.ring.remove();  // the claim has it now: a restart from here on must not show it again
   if (wake_.valid()) (void)!::eventfd_write(wake_.get(), 1);  // its master leaves the reader's set
   return c;
+}
+
+Result<TerminalHold::Claim> TerminalHold::attachFirst(const std::string& session, int64_t cmd, const std::string& dir) {
+  const std::string ids = "session=" + session + " cmd=" + std::to_string(cmd);
+  // After a restart: what the old daemon had read of this terminal while it was detached.
+  auto saved = RingFile::load(dir);
+  if (!saved) {
+    // Never shown (its header is not ours, so neither is what it holds): removed, so that the
+    // next attach gets the terminal without it; the master stays with CommandIo meanwhile.
+    const std::string path = dir + "/" + RingFile::kName;
+    const bool removed = ::unlink(path.c_str()) == 0 || errno == ENOENT;
+    log::warn("terminal_ring_refused", ids + " reason=" + log::value(saved.error().message()) + " removed=" + (removed ? "true" : "false"));
+    return Error(kConflict, "command " + std::to_string(cmd) + ": its saved scrollback (" + RingFile::kName + ") is unusable (" +
+                                saved.error().message() + "): " +
+                                (removed ? "it was removed and is not shown; attach again for the terminal without it" : "remove it to attach"));
+  }
+  auto master = commandIo().take(session, cmd, CommandIo::Kind::kTerminal);
+  // A command that ended while no daemon ran has no master any more, but its saved scrollback
+  // comes with its report, as for one that ended while detached.
+  const bool ended_with_ring = !master && saved->has_value() && ::access((dir + "/status.json").c_str(), F_OK) == 0;
+  if (!master && !ended_with_ring) return master.error();
+  entries_[{session, cmd}] = Entry{dir};
+  Claim c;
+  if (master) c.master = std::move(*master);
+  if (saved->has_value()) {
+    c.reattach = true;
+    c.dropped = (*saved)->dropped;
+    c.scrollback = std::move((*saved)->bytes);
+    (void)::unlink((dir + "/" + RingFile::kName).c_str());  // the claim has it now
+    log::info("terminal_ring_loaded", ids + " scrollback_bytes=" + std::to_string(c.scrollback.size()) +
+                                          " dropped_bytes=" + std::to_string(c.dropped) + " ended=" + (ended_with_ring ? "true" : "false"));
+  }
+  return c;
+}
+
+void TerminalHold::mirror(const Key& key, Entry& e) {
+  if (auto wrote = e.ring.mirror(e.scrollback); !wrote)
+    log::warn("terminal_ring_unsaved", "session=" + key.first + " cmd=" + std::to_string(key.second) + " error=" + log::value(wrote.error().message()));
 }
 
 void TerminalHold::detach(const std::string& session, int64_t cmd, UniqueFd master, std::string_view unsent) {
@@ -93,7 +96,15 @@ void TerminalHold::detach(const std::string& session, int64_t cmd, UniqueFd mast
   e.master_eof = !e.master.valid();
   e.checked = {};
   e.exit_seen = {};
+  // The ring goes to a file too, so a daemon killed meanwhile does not take it along; one that
+  // cannot be made leaves the ring in memory only (logged: a restart would lose it, as before).
+  if (!e.ring.valid() && !e.dir.empty()) {
+    auto ring = RingFile::create(e.dir);
+    if (ring) e.ring = std::move(*ring);
+    else log::warn("terminal_ring_unsaved", "session=" + session + " cmd=" + std::to_string(cmd) + " error=" + log::value(ring.error().message()));
+  }
   e.scrollback.append(unsent);
+  mirror({session, cmd}, e);
   startReader();
   if (wake_.valid()) (void)!::eventfd_write(wake_.get(), 1);
 }
@@ -211,6 +222,7 @@ void TerminalHold::readLoop() {
         e.checked = {};       // look for its status at once
         break;
       }
+      mirror(keys[i], e);
     }
     sweep(Clock::now());
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Terminals whose client left while their command ran: the daemon keeps the master and reads it
-// into a bounded scrollback until a client re-attaches (api.md, Terminals: re-attaching).
+// into a bounded scrollback (mirrored to a ring file, terminal_ring.h, for a restarted daemon)
+// until a client re-attaches (api.md, Terminals: re-attaching).
 #pragma once
 
 #include <chrono>
@@ -14,23 +15,9 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "daemon/json_fields.h"
+#include "daemon/terminal_ring.h"
 
 namespace corral::daemon {
-
-// The last kBytes a detached terminal wrote, in a ring: older bytes are dropped and counted.
-class Scrollback {
- public:
-  static constexpr size_t kBytes = size_t{64} * 1024;  // one data frame's payload at most (terminal_frame.h)
-  void append(std::string_view b);
-  std::string take();  // what it holds, oldest first; empties it (dropped() is kept)
-  size_t size() const { return buf_.size(); }
-  uint64_t dropped() const { return dropped_; }
-
- private:
-  std::string buf_;   // grows to kBytes, then is overwritten from start_ on
-  size_t start_ = 0;  // the oldest byte once buf_ is full
-  uint64_t dropped_ = 0;
-};
 
 class TerminalHold {
  public:
@@ -43,7 +30,9 @@ class TerminalHold {
     uint64_t dropped = 0;
   };
   // The one client of session's command: its master taken from CommandIo on the first attach,
-  // from the hold on a re-attach. kConflict while another client is attached.
+  // from the hold on a re-attach. kConflict while another client is attached. A first attach
+  // after a restart also takes the ring file the old daemon left (terminal_ring.h), as a
+  // re-attach; an unusable one is removed and this attach refused (kConflict, the next works).
   Result<Claim> attach(const std::string& session, int64_t cmd, const std::string& dir);
   // The client left while the command may still run: its master is read into a scrollback
   // (unsent first: what the relay had read but not delivered) until the next attach.
@@ -64,10 +53,14 @@ class TerminalHold {
     UniqueFd master;          // while detached and running
     bool master_eof = false;  // EIO: every copy of the slave is closed
     Scrollback scrollback;
+    RingFile ring;  // Invariant: exists while detached (and until an ended one is re-attached)
     Clock::time_point checked{};      // when status.json was last looked for
     Clock::time_point exit_seen{};    // when it was first seen (zero: not yet)
     uint64_t ended_seq = 0;           // nonzero once ended while detached (the master closed)
   };
+  // Under mu_: a first attach (no entry), with the ring file a killed daemon may have left.
+  Result<Claim> attachFirst(const std::string& session, int64_t cmd, const std::string& dir);
+  void mirror(const Key& key, Entry& e);  // under mu_: the ring to its file (a failure logged)
   void startReader();  // under mu_
   void readLoop();
   void sweep(Clock::time_point now);  // under mu_: ended, removed and over-cap entries

@@ -123,9 +123,12 @@ TEST_F(DaemonTerminalRestart, AKillWhileDetachedLeavesTheShellAndANewDaemonReatt
   expectSameShell(terminalScript("restart-detached"));
 }
 
-TEST_F(DaemonTerminalRestart, ControlACommandThatEndedWhileNoDaemonRanHasNoTerminalToAttach) {
+TEST_F(DaemonTerminalRestart, ControlACommandThatEndedWhileNoDaemonRanGivesOneAttachItsReportThenNone) {
   json j = terminalScript("restart-ended");
   ASSERT_TRUE(j.is_object());
+  // Its saved (empty) scrollback and its own exit code, once: the ring file the old daemon left.
+  EXPECT_EQ(j["first_status"], 101) << j;
+  EXPECT_EQ(j["first_exit"]["exit_code"], 6) << j;
   EXPECT_EQ(j["after_status"], 409) << j;
   EXPECT_NE(j["after"].dump().find("has ended"), std::string::npos) << j;
   EXPECT_EQ(j["report"]["exit_code"], 6) << j;

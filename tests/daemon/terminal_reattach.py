@@ -19,7 +19,18 @@ Modes (each prints one JSON line on stdout):
                    starts it again and then closes this script's stdin. The shell writes while no
                    daemon runs; a new attach gets it: {"pid1", "pid2", "old_closed", "seen",
                    "second_status", "second", "exit"}
-  restart-ended    a command that ends while no daemon runs: {"after_status", "after"}
+  restart-ended    a command that ends while no daemon runs: its first attach after the restart
+                   gets the saved scrollback and the report, the next is refused:
+                   {"first_status", "first_exit", "after_status", "after", "report"}
+  restart-scrollback / restart-flood / restart-hostile K
+                   a detached terminal's scrollback across a kill -9 (the caller kills on
+                   "KILL N...", may spoil or remove cmds/N/terminal.ring, creates
+                   /workspace/go-down, restarts, closes stdin): scrollback: a line read by the old
+                   daemon and one written while none ran {"scrollback", "replayed", "live_before",
+                   "seen", "exit"}; flood: 560,012 bytes detached, the last 64 KiB exactly
+                   {"info_before", "scrollback", "exact", "exit"}; hostile: K+1 shells, the caller
+                   spoils the first K rings {"terms": [{"n", "first_status", "first", "replayed",
+                   "alive"}]}
 """
 import json
 import os
@@ -168,6 +179,19 @@ def detached(n, extra=lambda t: True):
     return check
 
 
+def reattach(b):
+    """The first frames of an attach: (scrollback info or None, replayed bytes). After a restart
+    a terminal that was detached begins with the old daemon's saved scrollback; one that was
+    attached (or whose ring file is gone) with live output."""
+    f = b.next()
+    if f is not None and f[0] == SCROLLBACK:
+        info = json.loads(f[1])
+        return info, (b.next()[1] if info["scrollback_bytes"] else b"")
+    if f is not None and f[0] == DATA:
+        b.out += f[1]
+    return None, b""
+
+
 def go(path):
     """Creates path in the session's /tmp by a command of its own (no terminal)."""
     status, j = call("POST", f"/v1/sessions/{session}/commands", {"argv": ["touch", path]})
@@ -283,6 +307,8 @@ elif mode in ("restart-attached", "restart-detached"):
     b = attach(n)
     if not isinstance(b, Reader):
         raise SystemExit(f"no attach after the restart: {b!r}")
+    _, replayed = reattach(b)
+    b.out = replayed + b.out  # written while no daemon ran: live (or saved, had the old one read it)
     seen = b.until(rb"written-while-42-no-daemon").group(0).decode()
     second = attach(n)  # one client at a time, across the restart too
     b.send(b"echo pid=$$\n")
@@ -299,9 +325,76 @@ elif mode == "restart-ended":
     wait_for(detached(n), "the terminal detached")
     print("KILL", flush=True)
     sys.stdin.read()
+    first, first_exit = attach(n), None
+    if isinstance(first, Reader):  # the saved (empty) scrollback, then the report
+        first.replay()
+        first_exit = first.until_exit()
+        first.close()
     after = attach(n)
-    print(json.dumps({"after_status": after[0] if isinstance(after, tuple) else 101,
+    print(json.dumps({"first_status": first[0] if isinstance(first, tuple) else 101, "first_exit": first_exit,
+                      "after_status": after[0] if isinstance(after, tuple) else 101,
                       "after": after[1] if isinstance(after, tuple) else None, "report": command(n)}))
+elif mode in ("restart-scrollback", "restart-hostile"):
+    count = int(sys.argv[4]) + 1 if mode == "restart-hostile" else 1
+    shells = []
+    for i in range(count):
+        n, a, _ = attached_shell()
+        # A line read by the old daemon while detached; one written once it was killed.
+        a.send(b"while [ ! -e /tmp/go-sb ]; do sleep 0.05; done; echo before-the-$((6*7))-kill-%d; " % i +
+               b"while [ ! -e /workspace/go-down ]; do sleep 0.05; done; echo written-while-$((6*7))-no-daemon\n")
+        a.until(rb"-no-daemon\r\n")  # the line's echo
+        a.close()
+        shells.append(n)
+    for n in shells:
+        wait_for(detached(n), "the terminal detached")
+    go("/tmp/go-sb")
+    for n in shells:
+        wait_for(detached(n, lambda t: t["scrollback_bytes"] >= len(b"before-the-42-kill-0\r\n")), "the old daemon read the line")
+    print("KILL " + " ".join(map(str, shells)), flush=True)
+    sys.stdin.read()  # killed, spoilt or not, restarted
+
+    terms = []
+    for i, n in enumerate(shells):
+        b = attach(n)
+        t = {"n": n, "first_status": 101, "first": None}
+        if not isinstance(b, Reader):
+            t["first_status"], t["first"] = b
+            b = attach(n)  # the next attach has the terminal, without the refused file
+            if not isinstance(b, Reader):
+                raise SystemExit(f"no attach after a refused ring: {b!r}")
+        info, replayed = reattach(b)
+        t["scrollback"], t["replayed"] = info, replayed.decode(errors="replace")
+        m = b.until(rb"written-while-42-no-daemon")
+        t["seen"] = m.group(0).decode()
+        t["live_before"] = b"before-the-42-kill" in m.string[:m.start()]
+        b.send(b"echo alive-$((40+%d))\n" % i)
+        t["alive"] = bool(b.until(b"alive-%d\r\n" % (40 + i)))
+        b.send(b"exit 5\n")
+        t["exit"] = b.until_exit()
+        terms.append(t)
+    if mode == "restart-scrollback":
+        print(json.dumps(terms[0]))
+    else:
+        print(json.dumps({"terms": terms}))
+elif mode == "restart-flood":
+    # Gated until detached, so every byte goes through the old daemon's ring.
+    n = start(["sh", "-c", "while [ ! -e /tmp/go-flood ]; do sleep 0.05; done; seq -f 'flood-%06g' 1 40000; echo flood-done; "
+                           "while [ ! -e /workspace/go-down ]; do sleep 0.05; done"])
+    attach(n).close()
+    wait_for(detached(n), "the flood detached")
+    go("/tmp/go-flood")
+    expected = b"".join(b"flood-%06d\r\n" % i for i in range(1, 40001)) + b"flood-done\r\n"
+    info_before = wait_for(detached(n, lambda t: t["scrollback_bytes"] + t["dropped_bytes"] >= len(expected)), "the flood was read")
+    print(f"KILL {n}", flush=True)
+    sys.stdin.read()
+    b = attach(n)
+    if not isinstance(b, Reader):
+        raise SystemExit(f"no attach after the restart: {b!r}")
+    info, data = b.replay()
+    end = b.until_exit()  # the caller's go-down ends it
+    print(json.dumps({"info_before": info_before, "scrollback": info, "data_len": len(data),
+                      "expected_len": len(expected), "exact": data == expected[-len(data):] and len(data) == 65536,
+                      "tail": data[-40:].decode(errors="replace"), "exit": end}))
 elif mode == "cli":
     corral = sys.argv[4]
     n, a, pid1 = attached_shell()
