@@ -139,7 +139,8 @@ int doctorMain(const std::vector<std::string>& args) {
                 v["fix"].get<std::string>().empty() ? "" : "; fix: ", v["fix"].get<std::string>().c_str(),
                 v["kernel"].is_null() ? ""
                                       : ("; default kernel: " + v["kernel"]["kind"].get<std::string>() + " " +
-                                         v["kernel"]["path"].get<std::string>())
+                                         v["kernel"]["path"].get<std::string>() + " (" +
+                                         v["kernel"]["why"].get<std::string>() + ")")
                                             .c_str());
     const nlohmann::json w = wasmState();
     std::printf("wasm: %s (%s)%s%s\n", w["state"].get<std::string>().c_str(), oneLine(w["detail"].get<std::string>()).c_str(),

@@ -293,39 +293,55 @@ Result<std::string> defaultKernel() {
 }
 
 Result<KernelChoice> chooseKernel() {
-  // EXPERIMENTAL, off by default: the minimal kernel is not yet measured or run through the
-  // vm suite (docs/vm.md).
-  const char* opt_in = std::getenv("CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL");
-  const bool experimental = opt_in && std::string_view(opt_in) == "1";
-  // Only an opted-in run looks in the cache, and only in one that exists: cacheDir() creates
-  // the directory, and `corral doctor`, which asks this, must leave nothing behind in $HOME.
-  Result<std::string> cache = Error(Errc::kUnsupported, "no VM cache");
-  if (experimental && exists(cachePath())) cache = cacheDir();
-  if (cache) {
-    std::string best;
-    struct timespec best_time {};
-    if (DIR* d = ::opendir(cache->c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        const std::string n = e->d_name;
-        if (n.rfind("vmlinuz-minimal-", 0) != 0) continue;
-        struct stat st;
-        const std::string p = *cache + "/" + n;
-        if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 022)) continue;
-        if (best.empty() || st.st_mtim.tv_sec > best_time.tv_sec ||
-            (st.st_mtim.tv_sec == best_time.tv_sec && st.st_mtim.tv_nsec > best_time.tv_nsec)) {
-          best = p;
-          best_time = st.st_mtim;
-        }
-      }
-      ::closedir(d);
-    }
-    if (!best.empty() && kernelRelease(best).ok())
-      return KernelChoice{best, "minimal", "the cached minimal kernel (scripts/build-vm-kernel.sh): it boots faster"};
+  // The escape hatch: CORRAL_VM_KERNEL=debian boots Debian's kernel even with a minimal one
+  // cached (--vm-kernel PATH boots any). Any other value is refused, not guessed at.
+  const char* forced = std::getenv("CORRAL_VM_KERNEL");
+  const std::string_view want = forced ? forced : "";
+  if (!want.empty() && want != "debian")
+    return Error(Errc::kInvalidArgument, "CORRAL_VM_KERNEL must be \"debian\" or unset (--vm-kernel PATH boots another kernel)");
+  if (want == "debian") {
+    ASSIGN_OR_RETURN(std::string debian, defaultKernel());
+    return KernelChoice{debian, "debian", "Debian's kernel: CORRAL_VM_KERNEL=debian"};
   }
+  // Chosen by boot time: the minimal kernel boots several times faster (docs/benchmarks-vm.md),
+  // so a cached one wins. Only a cache that exists is looked in: cacheDir() creates the
+  // directory, and `corral doctor`, which asks this, must leave nothing behind in $HOME.
+  std::string best;
+  int refused = 0;
+  if (exists(cachePath())) {
+    if (Result<std::string> cache = cacheDir()) {
+      struct timespec best_time {};
+      if (DIR* d = ::opendir(cache->c_str())) {
+        while (dirent* e = ::readdir(d)) {
+          const std::string n = e->d_name;
+          if (n.rfind("vmlinuz-minimal-", 0) != 0) continue;
+          // Another user could plant a kernel that would be booted: a regular file of this
+          // user that nobody else can write, not a symlink, with a release string.
+          struct stat st;
+          const std::string p = *cache + "/" + n;
+          if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 022) ||
+              !kernelRelease(p).ok()) {
+            ++refused;
+            continue;
+          }
+          if (best.empty() || st.st_mtim.tv_sec > best_time.tv_sec ||
+              (st.st_mtim.tv_sec == best_time.tv_sec && st.st_mtim.tv_nsec > best_time.tv_nsec)) {
+            best = p;
+            best_time = st.st_mtim;
+          }
+        }
+        ::closedir(d);
+      }
+    }
+  }
+  if (!best.empty())
+    return KernelChoice{best, "minimal",
+                        "the cached minimal kernel (scripts/build-vm-kernel.sh): it boots faster; CORRAL_VM_KERNEL=debian boots Debian's"};
   ASSIGN_OR_RETURN(std::string debian, defaultKernel());
   return KernelChoice{debian, "debian",
-                      experimental ? "Debian's kernel: no minimal kernel cached (scripts/build-vm-kernel.sh builds one)"
-                             : "Debian's kernel (the minimal kernel is experimental: CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=1)"};
+                      refused ? "Debian's kernel: the cached vmlinuz-minimal-* refused (not a regular file of this user that "
+                                "nobody else can write); scripts/build-vm-kernel.sh builds one"
+                              : "Debian's kernel: no minimal kernel cached (scripts/build-vm-kernel.sh builds one)"};
 }
 
 Result<std::string> initramfs(const std::string& cache, const std::string& agent, const std::string& release) {

@@ -24,10 +24,11 @@ Result<std::string> kernelRelease(const std::string& bzimage);
 // The newest /boot/vmlinuz-* whose modules are installed in /lib/modules.
 Result<std::string> defaultKernel();
 
-// The kernel a run without --vm-kernel boots, and why: defaultKernel(). EXPERIMENTAL, only
-// with CORRAL_VM_EXPERIMENTAL_MINIMAL_KERNEL=1: the minimal kernel scripts/build-vm-kernel.sh
-// cached (the most recent vmlinuz-minimal-* in the cache, a regular file of this user that
-// nobody else can write), which does not boot corral's guest yet (docs/vm.md).
+// The kernel a run without --vm-kernel boots, and why (chosen by boot time, issue 23): the
+// minimal kernel scripts/build-vm-kernel.sh cached (the most recent vmlinuz-minimal-* in the
+// cache that is a regular file of this user nobody else can write, not a symlink), else
+// defaultKernel(). CORRAL_VM_KERNEL=debian forces Debian's; any other value is an error.
+// Never creates the cache (`corral doctor` asks this).
 struct KernelChoice {
   std::string path;
   std::string kind;  // "minimal" or "debian"
