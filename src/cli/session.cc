@@ -119,7 +119,8 @@ int create(const std::vector<std::string>& args) {
   }
   if (s->has("--backend")) body["backend"] = s->get("--backend");
   if (!vm.empty()) {
-    if (!s->has("--backend") || s->get("--backend") != "vm")
+    // With --profile the backend is the profile's (the daemon checks the narrowing).
+    if (!s->has("--profile") && (!s->has("--backend") || s->get("--backend") != "vm"))
       return failLine("create: --vm-memory, --vm-cpus and --allow-weaker kvm need --backend vm");
     body["vm"] = vm;
   }

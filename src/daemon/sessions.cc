@@ -171,7 +171,8 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const s
   const std::string dir = dirOf(row.id);
   // Refused before anything is made: a workspace nothing here can cap, unless accepted weaker.
   const auto& weaker = spec.limits.allow_weaker;
-  if (!workspace_.capped && std::find(weaker.begin(), weaker.end(), sandbox::Limit::kWorkspaceSize) == weaker.end())
+  // A VM session's workspace is the guest's own disk, of exactly that size: nothing to cap here.
+  if (!spec.vm && !workspace_.capped && std::find(weaker.begin(), weaker.end(), sandbox::Limit::kWorkspaceSize) == weaker.end())
     return Error(Errc::kUnsupported, "workspace-size: no mechanism can cap a session's workspace here (" +
                                          workspace_.description + ")");
   if (spec.workspace_from && peer.uid != ::geteuid())
@@ -401,7 +402,8 @@ Result<void> Sessions::prepareWorkspace(const Peer& peer, const SessionSpec& spe
   UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!held.valid()) return sysError("open " + dir);
   const auto ids = sandbox::userns::planIdMap(::getuid(), ::getgid());
-  RETURN_IF_ERROR(makeWorkspace(held.get(), dir, spec.limits.workspace_bytes, workspace_.capped, workspace_, ids.host_uid,
+  // A VM session's workspace is in the guest's disk: the directory here stays empty, uncapped.
+  RETURN_IF_ERROR(makeWorkspace(held.get(), dir, spec.limits.workspace_bytes, workspace_.capped && !spec.vm, workspace_, ids.host_uid,
                                 ids.host_gid));
   return copyIn(peer, spec, dir);
 }
