@@ -423,11 +423,22 @@ Result<void> Sessions::copyIn(const Peer& peer, const SessionSpec& spec, const s
   return {};
 }
 
+Result<bool> Sessions::isVmSession(const Peer& peer, const std::string& id) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  return vmBacked(s);
+}
+
+Result<Json> Sessions::vmFileCall(const Peer& peer, const std::string& id, const Json& req) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (s.state != "running") return Error(kConflict, "session " + id + " is " + s.state);
+  return callShim(s, req);
+}
+
 Result<Sessions::Workspace> Sessions::workspace(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (s.state == "creating" || s.state == "removing" || s.state == "recovering")
     return Error(kConflict, "session " + id + " is " + s.state);
-  if (vmBacked(s)) return notOnVm("files (the workspace is the guest's disk, which the host never mounts)");
+  if (vmBacked(s)) return notOnVm("stat, list and remove (a VM session's agent serves get and put only)");
   const std::string dir = dirOf(id);
   UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!held.valid()) return sysError("open " + dir);

@@ -14,8 +14,9 @@
 #include <map>
 #include <thread>
 
+#include "audit/base64.h"
 #include "base/log.h"
-#include "daemon/fd_receive.h"
+#include "daemon/shim.h"
 #include "daemon/shim_loop.h"
 #include "policy/env_policy.h"
 #include "sandbox/session_protocol.h"
@@ -43,7 +44,8 @@ bool writeAll(int fd, std::string_view data) {
 // init's sync socket is.
 class Bridge {
  public:
-  Bridge(vm::SessionVm& vm, UniqueFd loop_side, UniqueFd stop) : vm_(vm), sock_(std::move(loop_side)), stop_(std::move(stop)) {}
+  Bridge(vm::SessionVm& vm, UniqueFd loop_side, UniqueFd files, UniqueFd stop)
+      : vm_(vm), sock_(std::move(loop_side)), files_(std::move(files)), stop_(std::move(stop)) {}
   void run();
 
  private:
@@ -54,6 +56,14 @@ class Bridge {
     return writeAll(vm_.control(), frame::encode(t, payload));
   }
   bool fromLoop();
+  bool fileRequest();
+  bool fileFrame(const frame::Frame& f);
+  void fileAnswer(uint64_t seq, Json j) {
+    j["seq"] = seq;
+    j["ok"] = true;
+    const std::string text = dumpJson(j);
+    (void)!::send(files_.get(), text.data(), text.size(), MSG_NOSIGNAL);
+  }
   bool fromGuest(const frame::Frame& f);
   void toLoop(const void* data, size_t n) { (void)!::send(sock_.get(), data, n, MSG_NOSIGNAL); }
   void spawned(uint32_t id, int32_t pid) {
@@ -65,8 +75,16 @@ class Bridge {
   }
 
   vm::SessionVm& vm_;
-  UniqueFd sock_, stop_;
+  UniqueFd sock_, files_, stop_;
   std::map<uint32_t, Cmd> cmds_;
+  struct FileReq {
+    uint64_t seq = 0;
+    bool get = false, answered = false;
+    uint64_t size = 0;
+    std::string data;
+  };
+  std::map<uint32_t, FileReq> file_reqs_;  // by the id the guest's frames carry
+  uint32_t next_file_id_ = 1;
   frame::Parser parser_{frame::Direction::kToHost};
 };
 
@@ -132,9 +150,97 @@ bool Bridge::fromLoop() {
   return send(frame::Type::kCommand, payload);
 }
 
+// A files request from the loop: {"seq", "op": "file_get"|"file_put", "path", "data" (base64)}.
+bool Bridge::fileRequest() {
+  std::string buf(kMaxControlBytes, '\0');
+  const ssize_t n = ::recv(files_.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+  if (n == 0) return false;
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  buf.resize(static_cast<size_t>(n));
+  auto j = parseJson(buf);
+  if (!j || !j->is_object() || !(*j)["seq"].is_number_unsigned()) return true;
+  const uint64_t seq = (*j)["seq"].get<uint64_t>();
+  const Json* path = j->contains("path") && (*j)["path"].is_string() ? &(*j)["path"] : nullptr;
+  const bool get = (*j)["op"] == "file_get";
+  if (!path) {
+    fileAnswer(seq, {{"status", 400}, {"error", "file: a path is required"}});
+    return true;
+  }
+  std::optional<std::string> data;
+  if (!get) {
+    if ((*j)["data"].is_string()) data = audit::base64DecodeStrict((*j)["data"].get<std::string>());
+    if (!data) {
+      fileAnswer(seq, {{"status", 400}, {"error", "file_put: data is not base64"}});
+      return true;
+    }
+    if (data->size() > frame::kMaxSessionFileBytes) {
+      fileAnswer(seq, {{"status", 413}, {"error", "file_put: over the VM session's file cap"}});
+      return true;
+    }
+  }
+  const uint32_t id = next_file_id_++;
+  std::string payload;
+  frame::putU32(payload, id);
+  Json head = {{"path", path->get<std::string>()}};
+  if (!get) head["size"] = data->size();
+  payload += dumpJson(head);
+  if (!send(get ? frame::Type::kFileGet : frame::Type::kFilePut, payload)) return false;
+  for (size_t off = 0; data && off < data->size(); off += frame::kMaxPayload - 4) {
+    std::string chunk;
+    frame::putU32(chunk, id);
+    chunk.append(*data, off, frame::kMaxPayload - 4);
+    if (!send(frame::Type::kFileData, chunk)) return false;
+  }
+  file_reqs_[id] = FileReq{seq, get, false, 0, {}};
+  return true;
+}
+
+// The guest's answer to a file request: its reply, then (a get's) exactly that many bytes.
+bool Bridge::fileFrame(const frame::Frame& f) {
+  uint32_t id = 0;
+  if (!frame::getU32s(f.payload, 1, &id)) return false;
+  auto it = file_reqs_.find(id);
+  if (it == file_reqs_.end()) return false;  // the host asked nothing of that id
+  FileReq& r = it->second;
+  const std::string_view rest = std::string_view(f.payload).substr(4);
+  if (f.type == frame::Type::kFileReply) {
+    if (r.answered) return false;
+    auto j = parseJson(rest);
+    if (!j || !j->is_object()) return false;
+    if (j->contains("error")) {
+      const Json& st = (*j)["status"];
+      const int status = st.is_number_integer() ? st.get<int>() : 422;
+      const bool known = status == 400 || status == 404 || status == 413 || status == 422;
+      fileAnswer(r.seq, {{"status", known ? status : 422},
+                         {"error", (*j)["error"].is_string() ? (*j)["error"].get<std::string>().substr(0, 1024) : std::string("file: refused")}});
+      file_reqs_.erase(it);
+      return true;
+    }
+    if (!(*j)["size"].is_number_unsigned() || (*j)["size"].get<uint64_t>() > frame::kMaxSessionFileBytes) return false;
+    r.size = (*j)["size"].get<uint64_t>();
+    r.answered = true;
+    if (!r.get) {
+      fileAnswer(r.seq, {{"status", 201}, {"bytes", r.size}});
+      file_reqs_.erase(it);
+    } else if (r.size == 0) {
+      fileAnswer(r.seq, {{"status", 200}, {"data", ""}});
+      file_reqs_.erase(it);
+    }
+    return true;
+  }
+  if (!r.get || !r.answered || r.data.size() + rest.size() > r.size) return false;
+  r.data.append(rest);
+  if (r.data.size() == r.size) {
+    fileAnswer(r.seq, {{"status", 200}, {"data", audit::base64Encode(r.data)}});
+    file_reqs_.erase(it);
+  }
+  return true;
+}
+
 // The guest is untrusted: a frame of the wrong shape ends the session; one for a command the
 // host does not know (it ended) is dropped.
 bool Bridge::fromGuest(const frame::Frame& f) {
+  if (f.type == frame::Type::kFileReply || f.type == frame::Type::kFileBytes) return fileFrame(f);
   switch (f.type) {
     case frame::Type::kCmdSpawned:
     case frame::Type::kCmdFailed:
@@ -187,7 +293,8 @@ bool Bridge::fromGuest(const frame::Frame& f) {
 void Bridge::run() {
   char buf[65536];
   for (;;) {
-    std::vector<pollfd> fds = {{vm_.control(), POLLIN, 0}, {sock_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+    std::vector<pollfd> fds = {{vm_.control(), POLLIN, 0}, {sock_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0},
+                               {files_.get(), POLLIN, 0}};
     std::vector<uint32_t> polled;
     for (auto& [id, c] : cmds_)
       if (c.in.valid()) fds.push_back({c.in.get(), POLLIN, 0}), polled.push_back(id);
@@ -197,8 +304,9 @@ void Bridge::run() {
     }
     if (fds[2].revents) return;
     if ((fds[1].revents & (POLLIN | POLLHUP)) && !fromLoop()) break;
+    if ((fds[3].revents & (POLLIN | POLLHUP)) && !fileRequest()) break;
     for (size_t i = 0; i < polled.size(); ++i) {
-      if (!fds[3 + i].revents) continue;
+      if (!fds[4 + i].revents) continue;
       auto it = cmds_.find(polled[i]);
       if (it == cmds_.end()) continue;
       const ssize_t n = ::read(it->second.in.get(), buf, frame::kMaxPayload - 4);
@@ -279,18 +387,27 @@ int runVmShim(int dir, int listen, const std::string& secret, int ready, int log
     return 125;
   }
   UniqueFd loop_end(pair[0]);
+  UniqueFd bridge_end(pair[1]);
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    writeLine(ready, {{"error", sysError("socketpair").message()}});
+    return 125;
+  }
+  UniqueFd files_loop(pair[0]), files_bridge(pair[1]);
+  // A file request is one message each way, base64 in JSON (frame::kMaxSessionFileBytes).
+  const int sndbuf = static_cast<int>(kMaxControlBytes) * 2;
+  for (int fd : {files_loop.get(), files_bridge.get()}) ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
   UniqueFd stop_dup(::fcntl(stop.get(), F_DUPFD_CLOEXEC, 3));
   if (!stop.valid() || !stop_dup.valid()) {
     writeLine(ready, {{"error", sysError("eventfd").message()}});
     return 125;
   }
-  Bridge bridge(guest, UniqueFd(pair[1]), std::move(stop_dup));
+  Bridge bridge(guest, std::move(bridge_end), std::move(files_bridge), std::move(stop_dup));
   std::thread t([&bridge] { bridge.run(); });
   // The loop's "init" is the QEMU jailer: its pid and start time are what a restarted
   // daemon checks, and its pidfd ends the loop when the VM is gone.
   const sandbox::RunOptions::SessionIo io{loop_end.get(), guest.pidfd(), -1, signals.get()};
-  ShimConfig cfg{dir, listen, secret, ready, spec.env, nullptr};
+  ShimConfig cfg{dir, listen, secret, ready, spec.env, nullptr, files_loop.get()};
   runShimLoop(cfg, io);
   const uint64_t one = 1;
   (void)!::write(stop.get(), &one, sizeof one);

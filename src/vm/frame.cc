@@ -15,6 +15,9 @@ bool validType(uint8_t type, Direction d) {
       case Type::kCommand:
       case Type::kCmdStdin:
       case Type::kCmdSignal:
+      case Type::kFileGet:
+      case Type::kFilePut:
+      case Type::kFileData:
         return true;
       default:
         return false;
@@ -35,6 +38,8 @@ bool validType(uint8_t type, Direction d) {
     case Type::kCmdStdout:
     case Type::kCmdStderr:
     case Type::kCmdExited:
+    case Type::kFileReply:
+    case Type::kFileBytes:
       return true;
     default:
       return false;

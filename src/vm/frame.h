@@ -16,6 +16,8 @@ namespace corral::vm::frame {
 // A frame is a 4-byte big-endian length L, then L bytes: one type byte and L-1 payload bytes.
 inline constexpr size_t kHeaderBytes = 4;
 inline constexpr size_t kMaxPayload = size_t{64} * 1024;  // bounds what a hostile guest makes the host buffer
+// A VM session's files API moves a file in one control message (base64 in JSON): this bounds it.
+inline constexpr uint64_t kMaxSessionFileBytes = 512 * 1024;
 
 enum class Type : uint8_t {
   // host -> guest
@@ -29,6 +31,9 @@ enum class Type : uint8_t {
   kCommand = 'C',       // id, argc, envc, pathc (4 bytes each), then NUL-ended strings (session_protocol.h's memfd)
   kCmdStdin = 'i',      // id, then bytes of that command's stdin; none: its EOF
   kCmdSignal = 'K',     // id, then the signal (4 bytes) for that command's process group
+  kFileGet = 'G',       // id (a file request's, not a command's), then JSON {"path"}: a workspace file's bytes
+  kFilePut = 'P',       // id, then JSON {"path", "size"}: a workspace file written from the kFileData that follow
+  kFileData = 'p',      // id, then bytes of the file being put
   // guest -> host
   kHello = 'H',    // JSON: agent started (kernel release, guest devices, mounts)
   kStarted = 'S',  // empty: the command is about to be executed
@@ -46,6 +51,8 @@ enum class Type : uint8_t {
   kCmdStdout = 'o',  // id, then bytes of that command's stdout
   kCmdStderr = 'e',  // id, then bytes of its stderr
   kCmdExited = 'x',  // id, then its wait status (4 bytes): after all of its output
+  kFileReply = 'r',  // id, then JSON {"size"} or {"error", "status"}: a file request's answer
+  kFileBytes = 'd',  // id, then bytes of the file a kFileGet asked for (after its kFileReply)
 };
 
 enum class Direction { kToGuest, kToHost };

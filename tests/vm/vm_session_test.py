@@ -45,6 +45,15 @@ def api(sock, method, target, body=None):
     return r.status, data
 
 
+def api_raw(sock, method, target, data=None):
+    c = Conn(sock)
+    c.request(method, target, body=data)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, body
+
+
 def descendants(pid):
     kids = {}
     for p in os.listdir("/proc"):
@@ -165,13 +174,44 @@ def main():
         exits = [x["exit"] for x in lines if "exit" in x]
         check("api.exit_3", exits and exits[0].get("exit_code") == 3, repr(lines)[:300])
 
+        # The files API, served by the guest's agent (the host never mounts the guest's disk).
+        st, body = api_raw(sock, "PUT", f"/v1/sessions/{sid}/files/up.txt", b"uploaded\n")
+        check("files.put_201", st == 201 and json.loads(body).get("bytes") == 9, f"{st} {body[:200]}")
+        r = cli("exec", sid, "--", "sh", "-c", "cat /workspace/up.txt; echo more >> /workspace/up.txt && stat -c %u /workspace/up.txt")
+        check("files.put_seen_and_writable_by_the_command", r.returncode == 0 and r.stdout.startswith("uploaded\n") and
+              r.stdout.split()[-1] != "0", repr((r.returncode, r.stdout, r.stderr)))
+        st, body = api_raw(sock, "GET", f"/v1/sessions/{sid}/files/up.txt")
+        check("files.get", st == 200 and body == b"uploaded\nmore\n", f"{st} {body[:200]}")
+        local = os.path.join(tmp, "local.txt")
+        r = cli("cp", f"{sid}:up.txt", local)
+        check("files.cli_cp_out", r.returncode == 0 and open(local, "rb").read() == b"uploaded\nmore\n", r.stderr)
+        with open(local, "wb") as f:
+            f.write(b"from-cp\n")
+        r = cli("cp", local, f"{sid}:cp.txt")
+        r2 = cli("exec", sid, "--", "cat", "/workspace/cp.txt")
+        check("files.cli_cp_in", r.returncode == 0 and r2.stdout == "from-cp\n", repr((r.stderr, r2.stdout)))
+        cli("exec", sid, "--", "sh", "-c", "mkdir -p /workspace/d && printf x > /workspace/d/in && ln -sf /etc/passwd /workspace/link")
+        st, body = api_raw(sock, "GET", f"/v1/sessions/{sid}/files/d/in")
+        check("files.get_nested", st == 200 and body == b"x", f"{st} {body[:200]}")
+        st, body = api_raw(sock, "GET", f"/v1/sessions/{sid}/files/link")
+        check("files.symlink_refused", st in (400, 422) and b"root:" not in body, f"{st} {body[:200]}")
+        st, body = api_raw(sock, "PUT", f"/v1/sessions/{sid}/files/link", b"clobber")
+        r = cli("exec", sid, "--", "sh", "-c", "test -L /workspace/link && echo still-link")
+        check("files.put_over_symlink_replaces_the_name_only", "still-link" in r.stdout or st in (400, 422), f"{st} {r.stdout}")
+        st, body = api_raw(sock, "GET", f"/v1/sessions/{sid}/files/..%2Fetc%2Fpasswd")
+        check("files.traversal_refused", st in (400, 404) and b"root:" not in body, f"{st} {body[:200]}")
+        st, body = api_raw(sock, "GET", f"/v1/sessions/{sid}/files/missing")
+        check("files.missing_404", st == 404, f"{st} {body[:200]}")
+        st, body = api_raw(sock, "PUT", f"/v1/sessions/{sid}/files/big", b"z" * (600 * 1024))
+        check("files.over_cap_413", st == 413, f"{st} {body[:200]}")
+        st, body = api_raw(sock, "DELETE", f"/v1/sessions/{sid}/files/up.txt")
+        check("refused.files_delete_422", st == 422 and b"not yet on a VM session" in body, f"{st} {body[:200]}")
+
         # Refused on a VM session, by name.
         r = cli("exec", "--tty", sid, "--", "sh")
         check("refused.tty", r.returncode == 125 and "tty: not yet on a VM session" in r.stderr, r.stderr)
         st, body = api(sock, "POST", f"/v1/sessions/{sid}/pause")
         check("refused.pause_422", st == 422 and b"pause" in body, f"{st} {body[:200]}")
-        st, body = api(sock, "GET", f"/v1/sessions/{sid}/files/a")
-        check("refused.files_422", st == 422 and b"files" in body, f"{st} {body[:200]}")
 
         # The daemon killed with SIGKILL: the shim and its QEMU go on; a new daemon adopts them.
         shim = int(json.loads(cli("show", sid, "--json").stdout).get("shim_pid", 0) or 0)

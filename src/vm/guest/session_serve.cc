@@ -12,8 +12,12 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "daemon/files.h"
 #include "sandbox/linux_backend.h"
 #include "sandbox/session_protocol.h"
 #include "sandbox/sync_channel.h"
@@ -42,9 +46,19 @@ std::string idPayload(uint32_t id, std::initializer_list<uint32_t> more = {}) {
   return p;
 }
 
+using FileJson = nlohmann::json;
+
+// The files API's put in progress: the same Upload (path checks, temporary file, rename) as
+// a namespace session's, on the workspace disk.
+struct PendingPut {
+  std::optional<daemon::files::Upload> up;
+  uint64_t left = 0;
+};
+
 class SessionServer {
  public:
-  SessionServer(Channel& ch, const sandbox::RunOptions::SessionIo& io) : ch_(ch), io_(io) {}
+  SessionServer(Channel& ch, const sandbox::RunOptions::SessionIo& io, int ws, uid_t uid, gid_t gid)
+      : ch_(ch), io_(io), ws_(ws), uid_(uid), gid_(gid) {}
   void run();
 
  private:
@@ -54,9 +68,26 @@ class SessionServer {
   // Reads what the pipe has now into frames; false at EOF or error (the pipe is done).
   bool pump(uint32_t id, UniqueFd& fd, frame::Type t);
   void writeStdin(GuestCmd& c);
+  bool onFile(const frame::Frame& f, uint32_t id, std::string_view rest);
+  void fileReply(uint32_t id, const FileJson& j) {
+    std::string p = idPayload(id);
+    p += j.dump(-1, ' ', false, FileJson::error_handler_t::replace);
+    ch_.send(frame::Type::kFileReply, p);
+  }
+  void fileError(uint32_t id, const Error& e) {
+    // The HTTP status the host answers with: the namespace files API's mapping, by code.
+    const int c = e.code();
+    const int status = c == ENOENT ? 404 : c == static_cast<int>(Errc::kLimit) ? 413
+                     : c == static_cast<int>(Errc::kInvalidArgument) ? 400 : 422;
+    fileReply(id, {{"error", e.message()}, {"status", status}});
+  }
 
   Channel& ch_;
   const sandbox::RunOptions::SessionIo& io_;
+  int ws_;
+  uid_t uid_;
+  gid_t gid_;
+  std::map<uint32_t, PendingPut> puts_;
   std::map<uint32_t, GuestCmd> cmds_;
   std::deque<uint32_t> spawning_;
 };
@@ -130,6 +161,7 @@ bool SessionServer::onFrame(const frame::Frame& f) {
   if (!frame::getU32s(f.payload, 1, &id)) return false;
   const std::string_view rest = std::string_view(f.payload).substr(4);
   if (f.type == frame::Type::kCommand) return spawn(id, rest);
+  if (f.type == frame::Type::kFileGet || f.type == frame::Type::kFilePut || f.type == frame::Type::kFileData) return onFile(f, id, rest);
   auto it = cmds_.find(id);
   if (f.type == frame::Type::kCmdStdin) {
     if (it == cmds_.end()) return true;  // it ended already
@@ -153,6 +185,87 @@ bool SessionServer::onFrame(const frame::Frame& f) {
     return true;
   }
   return false;  // anything else has no place in a session
+}
+
+bool SessionServer::onFile(const frame::Frame& f, uint32_t id, std::string_view rest) {
+  namespace files = daemon::files;
+  if (f.type == frame::Type::kFileData) {
+    auto it = puts_.find(id);
+    if (it == puts_.end() || rest.size() > it->second.left) return false;
+    PendingPut& put = it->second;
+    put.left -= rest.size();
+    if (put.up) {
+      if (auto w = put.up->write(rest); !w) {
+        fileError(id, w.error());
+        put.up.reset();  // removed, never committed; the rest of its data is read and dropped
+      }
+    }
+    if (put.left == 0) {
+      if (put.up) {
+        auto done = put.up->commit();
+        if (done) fileReply(id, {{"size", (*done).value("bytes", uint64_t{0})}});
+        else fileError(id, done.error());
+      }
+      puts_.erase(it);
+    }
+    return true;
+  }
+  FileJson j = FileJson::parse(rest.begin(), rest.end(), nullptr, false);
+  if (!j.is_object() || !j.contains("path") || !j["path"].is_string()) return false;
+  auto path = files::checkedPath(j["path"].get<std::string>());
+  if (f.type == frame::Type::kFileGet) {
+    if (!path) {
+      fileError(id, path.error());
+      return true;
+    }
+    auto d = files::openDownload(ws_, *path);
+    if (!d) {
+      fileError(id, d.error());
+      return true;
+    }
+    if (d->size > frame::kMaxSessionFileBytes) {
+      fileError(id, Error(Errc::kLimit, "a VM session's file is at most " + std::to_string(frame::kMaxSessionFileBytes) + " bytes here"));
+      return true;
+    }
+    std::string data;
+    char buf[65536];
+    ssize_t n;
+    while (data.size() <= frame::kMaxSessionFileBytes && (n = ::read(d->fd.get(), buf, sizeof buf)) > 0) data.append(buf, static_cast<size_t>(n));
+    if (data.size() > frame::kMaxSessionFileBytes) {
+      fileError(id, Error(Errc::kLimit, "the file grew past the cap while it was read"));
+      return true;
+    }
+    fileReply(id, {{"size", data.size()}});
+    for (size_t off = 0; off < data.size(); off += frame::kMaxPayload - 4) {
+      std::string p = idPayload(id);
+      p.append(data, off, frame::kMaxPayload - 4);
+      ch_.send(frame::Type::kFileBytes, p);
+    }
+    return true;
+  }
+  // kFilePut: the data frames follow whether or not the put can be done; they are counted.
+  if (!j.contains("size") || !j["size"].is_number_unsigned() || puts_.count(id)) return false;
+  const uint64_t size = j["size"].get<uint64_t>();
+  if (size > frame::kMaxSessionFileBytes) return false;  // the host never sends more
+  PendingPut put;
+  put.left = size;
+  if (!path) {
+    fileError(id, path.error());
+  } else {
+    auto up = files::Upload::begin(ws_, *path, uid_, gid_, frame::kMaxSessionFileBytes);
+    if (up) put.up.emplace(std::move(*up));
+    else fileError(id, up.error());
+  }
+  if (size == 0) {
+    if (put.up) {
+      auto done = put.up->commit();
+      if (done) fileReply(id, {{"size", 0}});
+      else fileError(id, done.error());
+    }
+    return true;
+  }
+  puts_.emplace(id, std::move(put));
+  return true;
 }
 
 bool SessionServer::pump(uint32_t id, UniqueFd& fd, frame::Type t) {
@@ -266,6 +379,12 @@ void serveSession(Channel& ch, sandbox::SandboxSpec spec) {
     ch.send(frame::Type::kSessionUp, std::string("chown the workspace disk: ") + std::strerror(errno));
     return;
   }
+  // The files API's root: the disk as the agent mounted it, which the sandbox cannot unmount.
+  UniqueFd ws(::open(spec.workspace->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!ws.valid()) {
+    ch.send(frame::Type::kSessionUp, std::string("open the workspace disk: ") + std::strerror(errno));
+    return;
+  }
   spec.workspace_bind = *spec.workspace;
   spec.workspace.reset();
   spec.outputs.clear();
@@ -275,7 +394,7 @@ void serveSession(Channel& ch, sandbox::SandboxSpec spec) {
   options.session = [&](const sandbox::RunOptions::SessionIo& io) {
     up = true;
     ch.send(frame::Type::kSessionUp, "");
-    SessionServer(ch, io).run();
+    SessionServer(ch, io, ws.get(), ids.host_uid, ids.host_gid).run();
   };
   auto ran = sandbox::runLinux(spec, options);
   if (!up) ch.send(frame::Type::kSessionUp, ran ? std::string("the session's sandbox ended at once") : ran.error().message());
