@@ -259,7 +259,6 @@ bool Bridge::fromGuest(const frame::Frame& f) {
     return false;
   auto it = cmds_.find(head[0]);
   if (it == cmds_.end()) return true;
-  Cmd& c = it->second;
   switch (f.type) {
     case frame::Type::kCmdSpawned:
       spawned(head[0], static_cast<int32_t>(head[1]));
@@ -272,7 +271,7 @@ bool Bridge::fromGuest(const frame::Frame& f) {
     }
     case frame::Type::kCmdStdout:
     case frame::Type::kCmdStderr: {
-      UniqueFd& to = f.type == frame::Type::kCmdStdout ? c.out : c.err;
+      UniqueFd& to = f.type == frame::Type::kCmdStdout ? it->second.out : it->second.err;
       if (to.valid() && !writeAll(to.get(), std::string_view(f.payload).substr(4))) to.reset();
       return true;
     }

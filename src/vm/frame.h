@@ -17,7 +17,7 @@ namespace corral::vm::frame {
 inline constexpr size_t kHeaderBytes = 4;
 inline constexpr size_t kMaxPayload = size_t{64} * 1024;  // bounds what a hostile guest makes the host buffer
 // A VM session's files API moves a file in one control message (base64 in JSON): this bounds it.
-inline constexpr uint64_t kMaxSessionFileBytes = 512 * 1024;
+inline constexpr uint64_t kMaxSessionFileBytes = uint64_t{512} * 1024;
 
 enum class Type : uint8_t {
   // host -> guest

@@ -768,7 +768,7 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
   return run;
 }
 
-struct SessionVm::State {
+struct SessionVm::State {  // NOLINT(bugprone-exception-escape): false positive from the nlohmann::json member's special members
   // Invariant: declared in this order so the jailer (QEMU) dies before its run dir goes.
   std::optional<RunDir> dir;
   std::optional<Jailer> jailer;
