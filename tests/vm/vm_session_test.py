@@ -277,6 +277,19 @@ def main():
             while time.monotonic() < deadline and (alive(shim) or any(alive(q) for q in qemus)):
                 time.sleep(0.1)
             check("rm.no_qemu_left", not any(alive(q) for q in qemus) and not alive(shim), f"qemus={qemus} shim={shim}")
+            # --ttl ends a VM session as rm does: no shim, no QEMU.
+            r = cli("create", "--backend", "vm", "--allow-weaker", "kvm", "--ttl", "3s", "--json")
+            check("ttl.create", r.returncode == 0, r.stderr)
+            if r.returncode == 0:
+                tid = json.loads(r.stdout)["id"]
+                out = [int(p) for p in subprocess.run(["pgrep", "-f", f"__session-shim {state}/sessions/{tid}"], capture_output=True,
+                                                      text=True).stdout.split()]
+                procs = out + [q for p in out for q in descendants(p)]
+                check("ttl.qemu_started", any(comm(p).startswith("qemu") for p in procs), f"procs={procs}")
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and any(alive(p) for p in procs):
+                    time.sleep(0.2)
+                check("ttl.no_qemu_left", not any(alive(p) for p in procs), f"procs={[p for p in procs if alive(p)]}")
     finally:
         if sid:
             cli("rm", sid)
