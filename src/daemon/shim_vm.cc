@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The VM session's shim: boot the guest, bridge init packets <-> session frames, run the loop.
 #include "daemon/shim_vm.h"
+#include "daemon/shim_vm_bridge.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -40,55 +41,28 @@ bool writeAll(int fd, std::string_view data) {
   return true;
 }
 
-// The host's end of the bridge. One thread; the loop's side is a SOCK_SEQPACKET pair, as
-// init's sync socket is.
-class Bridge {
- public:
-  Bridge(vm::SessionVm& vm, UniqueFd loop_side, UniqueFd files, UniqueFd stop)
-      : vm_(vm), sock_(std::move(loop_side)), files_(std::move(files)), stop_(std::move(stop)) {}
-  void run();
+}  // namespace
 
- private:
-  struct Cmd {
-    UniqueFd in, out, err;  // the loop's stdin read end, its stdout and stderr write ends
-  };
-  bool send(frame::Type t, std::string_view payload) {
-    return writeAll(vm_.control(), frame::encode(t, payload));
-  }
-  bool fromLoop();
-  bool fileRequest();
-  bool fileFrame(const frame::Frame& f);
-  void fileAnswer(uint64_t seq, Json j) {
-    j["seq"] = seq;
-    j["ok"] = true;
-    const std::string text = dumpJson(j);
-    (void)!::send(files_.get(), text.data(), text.size(), MSG_NOSIGNAL);
-  }
-  bool fromGuest(const frame::Frame& f);
-  void toLoop(const void* data, size_t n) { (void)!::send(sock_.get(), data, n, MSG_NOSIGNAL); }
-  void spawned(uint32_t id, int32_t pid) {
-    ses::Packet p{};
-    p.op = ses::Op::kSpawned;
-    p.cmd = id;
-    p.pid = pid;
-    toLoop(&p, sizeof p);
-  }
+bool VmBridge::send(frame::Type t, std::string_view payload) { return writeAll(control_, frame::encode(t, payload)); }
 
-  vm::SessionVm& vm_;
-  UniqueFd sock_, files_, stop_;
-  std::map<uint32_t, Cmd> cmds_;
-  struct FileReq {
-    uint64_t seq = 0;
-    bool get = false, answered = false;
-    uint64_t size = 0;
-    std::string data;
-  };
-  std::map<uint32_t, FileReq> file_reqs_;  // by the id the guest's frames carry
-  uint32_t next_file_id_ = 1;
-  frame::Parser parser_{frame::Direction::kToHost};
-};
+void VmBridge::fileAnswer(uint64_t seq, Json j) {
+  j["seq"] = seq;
+  j["ok"] = true;
+  const std::string text = dumpJson(j);
+  (void)!::send(files_.get(), text.data(), text.size(), MSG_NOSIGNAL);
+}
 
-bool Bridge::fromLoop() {
+void VmBridge::toLoop(const void* data, size_t n) { (void)!::send(sock_.get(), data, n, MSG_NOSIGNAL); }
+
+void VmBridge::spawned(uint32_t id, int32_t pid) {
+  ses::Packet p{};
+  p.op = ses::Op::kSpawned;
+  p.cmd = id;
+  p.pid = pid;
+  toLoop(&p, sizeof p);
+}
+
+bool VmBridge::fromLoop() {
   alignas(ses::Packet) char buf[sizeof(ses::Packet)];
   iovec iov{buf, sizeof buf};
   alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
@@ -151,7 +125,7 @@ bool Bridge::fromLoop() {
 }
 
 // A files request from the loop: {"seq", "op": "file_get"|"file_put", "path", "data" (base64)}.
-bool Bridge::fileRequest() {
+bool VmBridge::fileRequest() {
   std::string buf(kMaxControlBytes, '\0');
   const ssize_t n = ::recv(files_.get(), buf.data(), buf.size(), MSG_DONTWAIT);
   if (n == 0) return false;
@@ -196,7 +170,7 @@ bool Bridge::fileRequest() {
 }
 
 // The guest's answer to a file request: its reply, then (a get's) exactly that many bytes.
-bool Bridge::fileFrame(const frame::Frame& f) {
+bool VmBridge::fileFrame(const frame::Frame& f) {
   uint32_t id = 0;
   if (!frame::getU32s(f.payload, 1, &id)) return false;
   auto it = file_reqs_.find(id);
@@ -239,7 +213,7 @@ bool Bridge::fileFrame(const frame::Frame& f) {
 
 // The guest is untrusted: a frame of the wrong shape ends the session; one for a command the
 // host does not know (it ended) is dropped.
-bool Bridge::fromGuest(const frame::Frame& f) {
+bool VmBridge::fromGuest(const frame::Frame& f) {
   if (f.type == frame::Type::kFileReply || f.type == frame::Type::kFileBytes) return fileFrame(f);
   switch (f.type) {
     case frame::Type::kCmdSpawned:
@@ -289,10 +263,10 @@ bool Bridge::fromGuest(const frame::Frame& f) {
   }
 }
 
-void Bridge::run() {
+void VmBridge::run() {
   char buf[65536];
   for (;;) {
-    std::vector<pollfd> fds = {{vm_.control(), POLLIN, 0}, {sock_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0},
+    std::vector<pollfd> fds = {{control_, POLLIN, 0}, {sock_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0},
                                {files_.get(), POLLIN, 0}};
     std::vector<uint32_t> polled;
     for (auto& [id, c] : cmds_)
@@ -317,7 +291,7 @@ void Bridge::run() {
       if (!send(frame::Type::kCmdStdin, payload)) break;
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      const ssize_t n = ::read(vm_.control(), buf, sizeof buf);
+      const ssize_t n = ::read(control_, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       parser_.feed(std::string_view(buf, static_cast<size_t>(n)));
@@ -340,8 +314,10 @@ void Bridge::run() {
     }
   }
   // The channel is gone or out of step: the VM goes, and the loop sees its pidfd.
-  vm_.kill();
+  kill_();
 }
+
+namespace {
 
 void writeLine(int fd, const Json& j) {
   const std::string line = dumpJson(j) + "\n";
@@ -401,7 +377,7 @@ int runVmShim(int dir, int listen, const std::string& secret, int ready, int log
     writeLine(ready, {{"error", sysError("eventfd").message()}});
     return 125;
   }
-  Bridge bridge(guest, std::move(bridge_end), std::move(files_bridge), std::move(stop_dup));
+  VmBridge bridge(guest.control(), [&guest] { guest.kill(); }, std::move(bridge_end), std::move(files_bridge), std::move(stop_dup));
   std::thread t([&bridge] { bridge.run(); });
   // The loop's "init" is the QEMU jailer: its pid and start time are what a restarted
   // daemon checks, and its pidfd ends the loop when the VM is gone.
