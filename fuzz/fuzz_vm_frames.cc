@@ -33,6 +33,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       PROPERTY(fr.payload.size() <= frame::kMaxPayload, "a frame above the cap came out");
       // Re-encoding what came out gives back the bytes that went in for it.
       PROPERTY(frame::encode(fr.type, fr.payload).size() == fr.payload.size() + frame::kHeaderBytes + 1, "encode size");
+      // Session-mode payloads: the 4-byte fields are read only when all are there, and read
+      // back what putU32 wrote.
+      uint32_t fields[3] = {};
+      for (size_t k = 1; k <= 3; ++k) {
+        const bool got = frame::getU32s(fr.payload, k, fields);
+        PROPERTY(got == (fr.payload.size() >= 4 * k), "getU32s disagrees with the payload's length");
+        if (!got) continue;
+        std::string again;
+        for (size_t i = 0; i < k; ++i) frame::putU32(again, fields[i]);
+        PROPERTY(again == fr.payload.substr(0, 4 * k), "putU32 does not give back what getU32s read");
+      }
       (void)protocol::decodeHello(fr.payload);
       (void)protocol::decodeOutputHeader(fr.payload);
       (void)protocol::decodeReseeded(fr.payload);

@@ -37,7 +37,9 @@ constexpr char kUsage[] =
     "         [--tmp-size S] [--workspace-size S] [--workspace DIR] [--env K=V]... [--allow-weaker LIMIT]...\n"
     "         [--ttl D] [--ro-bind HOST[:SANDBOX]]... [--net none|proxy] [--allow GRANT]...\n"
     "         [--allow-internal CIDR]... [--credential NAME]... [--ssh-key NAME] [--json]\n"
-    "         (--credential: a record of `corral credential add`, leased through the session's proxy;\n"
+    "         [--backend namespace|vm [--vm-memory S] [--vm-cpus N] [--allow-weaker kvm]]\n"
+    "         (--backend vm: a microVM holds the session, docs/daemon.md; --allow-weaker kvm: TCG where KVM is unusable;\n"
+    "          --credential: a record of `corral credential add`, leased through the session's proxy;\n"
     "          --ssh-key: an ssh-key record (`credential add NAME --ssh-key`): SSH_AUTH_SOCK inside, an\n"
     "          agent that signs only logins to the sshd behind a tcp:// grant;\n"
     "          with --profile every other option may only narrow the profile: corral profile --help)\n"
@@ -67,7 +69,8 @@ int create(const std::vector<std::string>& args) {
                      {"--open-files", true}, {"--tmp-size", true}, {"--workspace-size", true}, {"--env", true, true},
                      {"--allow-weaker", true, true}, {"--workspace", true}, {"--ttl", true}, {"--json", false},
                      {"--net", true}, {"--allow", true, true}, {"--allow-internal", true, true}, {"--credential", true, true},
-                     {"--ssh-key", true}, {"--ro-bind", true, true}, {"--profile", true}},
+                     {"--ssh-key", true}, {"--ro-bind", true, true}, {"--profile", true}, {"--backend", true},
+                     {"--vm-memory", true}, {"--vm-cpus", true}},
                     0);
   if (!s) return failLine("create: " + s.error().message());
   if (!s->rest.empty()) return failLine("create: takes no arguments");
@@ -97,7 +100,30 @@ int create(const std::vector<std::string>& args) {
     if (v.empty() || *end != '\0' || v[0] == '-') return failLine(std::string("create: ") + opt + ": not a count");
     limits[key] = n;
   }
-  if (s->has("--allow-weaker")) limits["allow_weaker"] = s->all("--allow-weaker");
+  // "kvm" is the VM's (TCG emulation accepted), every other name a limit's.
+  Json vm = Json::object();
+  if (s->has("--allow-weaker")) {
+    Json weaker = Json::array();
+    for (const std::string& w : s->all("--allow-weaker"))
+      if (w == "kvm") vm["allow_weaker"] = Json::array({"kvm"});
+      else weaker.push_back(w);
+    if (!weaker.empty()) limits["allow_weaker"] = weaker;
+  }
+  if (s->has("--vm-memory")) vm["memory"] = s->get("--vm-memory");
+  if (s->has("--vm-cpus")) {
+    const std::string v = s->get("--vm-cpus");
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || v[0] == '-') return failLine("create: --vm-cpus: not a count");
+    vm["cpus"] = n;
+  }
+  if (s->has("--backend")) body["backend"] = s->get("--backend");
+  if (!vm.empty()) {
+    // With --profile the backend is the profile's (the daemon checks the narrowing).
+    if (!s->has("--profile") && (!s->has("--backend") || s->get("--backend") != "vm"))
+      return failLine("create: --vm-memory, --vm-cpus and --allow-weaker kvm need --backend vm");
+    body["vm"] = vm;
+  }
   if (!limits.empty()) body["limits"] = limits;
   if (s->has("--env")) body["env"] = s->all("--env");
   if (s->has("--ttl")) body["ttl"] = s->get("--ttl");

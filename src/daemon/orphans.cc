@@ -70,6 +70,11 @@ std::vector<ShimProcess> findShims(const std::string& sessions_dir) {
     if (id.empty() || id.find('/') != std::string::npos || id.find('\0') != std::string::npos) continue;
     out.push_back({pid, processStartTime(pid), id});
   }
+  // A shim's own child with its command line (a VM session's QEMU jailer, forked, not exec'd)
+  // is not a shim: it dies with its shim, and killing it as an orphan would end a live session.
+  std::set<pid_t> found;
+  for (const ShimProcess& s : out) found.insert(s.pid);
+  std::erase_if(out, [&](const ShimProcess& s) { return found.count(parentOf(s.pid)) != 0; });
   return out;
 }
 

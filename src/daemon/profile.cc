@@ -6,6 +6,7 @@
 
 #include "policy/egress_grant.h"
 #include "policy/units.h"
+#include "vm/vm_options.h"
 
 namespace corral::daemon {
 namespace {
@@ -149,6 +150,8 @@ Result<Profile> parseProfile(std::string_view text) {
     p.warm = static_cast<uint32_t>(warm.get<int64_t>());
     // A lease is opened for one session, by its creator: a sandbox waiting for nobody holds none
     // (an ssh key is leased like a header record).
+    if (p.warm > 0 && p.spec.vm)
+      return Error(Errc::kInvalidArgument, "profile.warm: a VM profile (backend vm) cannot keep warm sandboxes yet");
     if (p.warm > 0 && (!p.spec.credentials.empty() || p.spec.ssh_key))
       return Error(Errc::kInvalidArgument, "profile.warm: a profile that leases credentials or an ssh key cannot keep warm sandboxes");
   }
@@ -177,6 +180,8 @@ Result<SessionSpec> narrowProfile(const Profile& profile, const Json& overrides)
   // Grants or credentials given alone narrow the profile's proxy: read them as under it.
   Json as_given = overrides;
   if (as_given.is_object() && !as_given.contains("net") && p.net_proxy) as_given["net"] = "proxy";
+  // A VM profile's overrides are read as a VM session's (its refusals, its "vm" object).
+  if (as_given.is_object() && !as_given.contains("backend") && p.vm) as_given["backend"] = "vm";
   // ssh_key is checked against the profile's below, not with the override's own grants.
   if (as_given.is_object()) as_given.erase("ssh_key");
   ASSIGN_OR_RETURN(SessionSpec o, parseSessionSpec(as_given));
@@ -189,6 +194,20 @@ Result<SessionSpec> narrowProfile(const Profile& profile, const Json& overrides)
       return Error(Errc::kInvalidArgument, "body.ssh_key: expected a credential name");
     if (!p.ssh_key || *p.ssh_key != k.get<std::string>())
       return widens("ssh_key", showString(k.get<std::string>()), p.ssh_key ? showString(*p.ssh_key) : std::string("none"));
+  }
+  // The backend is the profile's: neither way is an override's to change. The VM may be made
+  // smaller, and TCG's acceptance dropped, never the reverse.
+  if (has("backend") && o.vm != p.vm) return widens("backend", o.vm ? "vm" : "namespace", p.vm ? "vm" : "namespace");
+  if (has("vm")) {
+    const uint64_t pm = p.vm_memory_bytes ? p.vm_memory_bytes : vm::kDefaultMemoryBytes;
+    const uint32_t pc = p.vm_cpus ? p.vm_cpus : 1;
+    if (o.vm_memory_bytes > pm) return widens("vm.memory", std::to_string(o.vm_memory_bytes), std::to_string(pm));
+    if (o.vm_cpus > pc) return widens("vm.cpus", std::to_string(o.vm_cpus), std::to_string(pc));
+    if (o.vm_allow_tcg && !p.vm_allow_tcg) return widens("vm.allow_weaker", "kvm", "none");
+    if (o.vm_memory_bytes) out.vm_memory_bytes = o.vm_memory_bytes;
+    if (o.vm_cpus) out.vm_cpus = o.vm_cpus;
+    const Json& given = overrides["vm"];
+    if (given.is_object() && given.contains("allow_weaker")) out.vm_allow_tcg = o.vm_allow_tcg;
   }
   out.name = o.name;
   out.workspace_from = o.workspace_from;

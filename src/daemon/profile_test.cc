@@ -151,5 +151,51 @@ TEST(ProfileSshKey, ParsedWithCreatesChecksAndNarrowedOnlyToItself) {
   EXPECT_FALSE(none->ssh_key) << "net none drops the key with the grants";
 }
 
+
+// A profile's backend (docs/daemon.md, "Sessions on the VM backend"): an override may not
+// change it either way, may make the VM smaller and drop TCG's acceptance, never the reverse.
+TEST(ProfileNarrow, TheBackendAndTheVmOnlyNarrow) {
+  auto vm = parseProfile(R"({"name": "v", "session": {"backend": "vm", "vm": {"memory": "1G", "cpus": 2, "allow_weaker": ["kvm"]}}})");
+  ASSERT_TRUE(vm.ok()) << vm.error().message();
+  EXPECT_TRUE(vm->spec.vm);
+  auto same = narrowProfile(*vm, Json::parse("{}"));
+  ASSERT_TRUE(same.ok()) << same.error().message();
+  EXPECT_TRUE(same->vm);
+  EXPECT_EQ(same->vm_memory_bytes, 1ull << 30);
+  EXPECT_TRUE(same->vm_allow_tcg);
+  auto smaller = narrowProfile(*vm, Json::parse(R"({"vm": {"memory": "512M", "cpus": 1}})"));
+  ASSERT_TRUE(smaller.ok()) << smaller.error().message();
+  EXPECT_EQ(smaller->vm_memory_bytes, 512ull << 20);
+  EXPECT_EQ(smaller->vm_cpus, 1u);
+  EXPECT_TRUE(smaller->vm_allow_tcg);  // kept unless the override gives allow_weaker itself
+  auto strict_kvm = narrowProfile(*vm, Json::parse(R"({"vm": {"allow_weaker": []}})"));
+  ASSERT_TRUE(strict_kvm.ok()) << strict_kvm.error().message();
+  EXPECT_FALSE(strict_kvm->vm_allow_tcg);
+  const std::pair<const char*, const char*> widening[] = {
+      {R"({"backend": "namespace"})", "backend"},
+      {R"({"vm": {"memory": "2G"}})", "vm.memory"},
+      {R"({"vm": {"cpus": 3}})", "vm.cpus"},
+  };
+  for (const auto& [overrides, field] : widening) {
+    auto s = narrowProfile(*vm, Json::parse(overrides));
+    ASSERT_FALSE(s.ok()) << "widening accepted: " << overrides;
+    EXPECT_EQ(s.error().code(), static_cast<int>(Errc::kRefused)) << overrides;
+    EXPECT_NE(s.error().message().find(std::string("override ") + field + " "), std::string::npos) << s.error().message();
+  }
+  auto strict = parseProfile(R"({"name": "k", "session": {"backend": "vm"}})");
+  ASSERT_TRUE(strict.ok());
+  auto tcg = narrowProfile(*strict, Json::parse(R"({"vm": {"allow_weaker": ["kvm"]}})"));
+  ASSERT_FALSE(tcg.ok());
+  EXPECT_NE(tcg.error().message().find("override vm.allow_weaker kvm"), std::string::npos) << tcg.error().message();
+  auto plain = parseProfile(R"({"name": "p"})");
+  ASSERT_TRUE(plain.ok());
+  auto to_vm = narrowProfile(*plain, Json::parse(R"({"backend": "vm"})"));
+  ASSERT_FALSE(to_vm.ok());
+  EXPECT_NE(to_vm.error().message().find("override backend vm"), std::string::npos) << to_vm.error().message();
+  // What a VM session cannot do yet is refused in a profile as in a create.
+  EXPECT_FALSE(parseProfile(R"({"name": "w", "warm": 1, "session": {"backend": "vm"}})").ok());
+  EXPECT_FALSE(parseProfile(R"({"name": "b", "session": {"backend": "vm", "ro_binds": ["/usr/share:/x"]}})").ok());
+}
+
 }  // namespace
 }  // namespace corral::daemon

@@ -5,10 +5,12 @@
 
 #include <memory>
 
+#include "audit/base64.h"
 #include "base/log.h"
 #include "daemon/api.h"
 #include "daemon/files.h"
 #include "daemon/sessions.h"
+#include "vm/frame.h"
 
 namespace corral::daemon {
 namespace {
@@ -61,6 +63,49 @@ void auditFile(ApiContext& ctx, const ApiRequest& req, const char* event, const 
   ctx.sessions.audit(event, req.peer, {{"session", req.segments[2]}, {"status", res.status}, {"bytes", bytes}});
 }
 
+// A VM session's file: its agent reads or writes it in the guest, with the same path checks
+// (files.h, compiled into the agent), one message each way (frame::kMaxSessionFileBytes).
+ApiResponse vmFile(const ApiRequest& req, ApiContext& ctx, const std::string& path) {
+  Json call = {{"op", req.method == "PUT" ? "file_put" : "file_get"}, {"path", path}};
+  if (req.method == "PUT") {
+    if (!req.body_stream) return errorResponse(400, "invalid_request", "an upload needs a body");
+    std::string data;
+    bool over = false;
+    auto got = req.body_stream([&](std::string_view piece) -> Result<void> {
+      if (data.size() + piece.size() > vm::frame::kMaxSessionFileBytes) {
+        over = true;
+        return Error(Errc::kLimit, "a VM session's upload is at most " + std::to_string(vm::frame::kMaxSessionFileBytes) + " bytes");
+      }
+      data.append(piece);
+      return {};
+    });
+    if (over) return errorResponse(413, "too_large", "a VM session's upload is at most " + std::to_string(vm::frame::kMaxSessionFileBytes) + " bytes");
+    if (!got) return errorResponse(400, "malformed_request", got.error().message());
+    call["data"] = audit::base64Encode(data);
+  }
+  auto r = ctx.sessions.vmFileCall(req.peer, req.segments[2], call);
+  if (!r) return errorResponse(r.error());
+  const int status = (*r)["status"].is_number_integer() ? (*r)["status"].get<int>() : 500;
+  if ((*r).contains("error")) {
+    const std::string msg = (*r)["error"].is_string() ? (*r)["error"].get<std::string>() : "refused";
+    return errorResponse(status, status == 404 ? "not_found" : status == 413 ? "too_large" : status == 400 ? "invalid_request" : "sandbox_refused", msg);
+  }
+  if (req.method == "PUT") {
+    log::info("file_uploaded", "session=" + req.segments[2] + " bytes=" + std::to_string((*r)["bytes"].get<uint64_t>()) +
+                                   " backend=vm peer_uid=" + std::to_string(req.peer.uid) + " peer_pid=" + std::to_string(req.peer.pid));
+    return {201, Json{{"path", path}, {"bytes", (*r)["bytes"]}}, nullptr};
+  }
+  auto bytes = (*r)["data"].is_string() ? audit::base64DecodeStrict((*r)["data"].get<std::string>()) : std::nullopt;
+  if (!bytes) return errorResponse(500, "internal", "the VM's file answer is malformed");
+  auto held = std::make_shared<std::string>(std::move(*bytes));
+  ApiResponse res{200, nullptr, [held](const ChunkWriter& write) {
+                    for (size_t off = 0; off < held->size(); off += kDownloadChunk)
+                      if (!write(std::string_view(*held).substr(off, kDownloadChunk))) return;
+                  }};
+  res.content_type = "application/octet-stream";
+  return res;
+}
+
 }  // namespace
 
 std::optional<ApiResponse> routeFiles(const ApiRequest& req, ApiContext& ctx) {
@@ -69,6 +114,17 @@ std::optional<ApiResponse> routeFiles(const ApiRequest& req, ApiContext& ctx) {
   if (req.method != "PUT" && !req.body.empty()) return errorResponse(400, "invalid_request", req.method + " takes no body");
   auto path = files::checkedPath(joined(seg, 4));
   if (!path) return errorResponse(path.error());
+  if (seg[3] == "files" && (req.method == "GET" || req.method == "PUT")) {
+    auto vm = ctx.sessions.isVmSession(req.peer, seg[2]);
+    if (!vm) return errorResponse(vm.error());
+    if (*vm) {
+      ApiResponse res = vmFile(req, ctx, *path);
+      const bool put = req.method == "PUT";
+      const uint64_t bytes = res.status == 201 ? res.body["bytes"].get<uint64_t>() : 0;
+      auditFile(ctx, req, put ? "file_uploaded" : "file_downloaded", res, bytes);
+      return res;
+    }
+  }
   auto ws = ctx.sessions.workspace(req.peer, seg[2]);
   if (!ws) return errorResponse(ws.error());
   const int dir = ws->dir.get();

@@ -152,11 +152,44 @@ Result<void> parseEgress(const Fields& f, SessionSpec& s) {
   return {};
 }
 
+// "backend" and "vm". What a VM session cannot honour yet is refused here, by name, so that no
+// option is silently dropped (docs/daemon.md, "Sessions on the VM backend").
+Result<void> parseBackend(const Fields& f, SessionSpec& s) {
+  ASSIGN_OR_RETURN(auto backend, f.string("backend", 16));
+  if (backend && *backend != "namespace" && *backend != "vm") return Error(Errc::kInvalidArgument, "body.backend: \"namespace\" or \"vm\"");
+  s.vm = backend && *backend == "vm";
+  const Json* vm = f.object("vm");
+  if (vm && !s.vm) return Error(Errc::kInvalidArgument, "body.vm: needs \"backend\": \"vm\"");
+  if (vm) {
+    ASSIGN_OR_RETURN(Fields v, Fields::of(*vm, "vm", {"memory", "cpus", "allow_weaker"}));
+    ASSIGN_OR_RETURN(auto mem, size(v, "memory"));
+    if (mem && (*mem < (128ull << 20) || *mem > (64ull << 30))) return Error(Errc::kInvalidArgument, "body.vm.memory: 128M to 64G");
+    s.vm_memory_bytes = mem.value_or(0);
+    ASSIGN_OR_RETURN(auto cpus, v.count("cpus", 64));
+    if (cpus && *cpus == 0) return Error(Errc::kInvalidArgument, "body.vm.cpus: 1 to 64");
+    s.vm_cpus = static_cast<uint32_t>(cpus.value_or(0));
+    ASSIGN_OR_RETURN(auto weaker, v.strings("allow_weaker", 4, 16));
+    for (const std::string& w : weaker.value_or(std::vector<std::string>{})) {
+      if (w != "kvm") return Error(Errc::kInvalidArgument, "body.vm.allow_weaker: only \"kvm\" (TCG emulation where KVM is unusable)");
+      s.vm_allow_tcg = true;
+    }
+  }
+  if (!s.vm) return {};
+  auto refuse = [](const std::string& what) {
+    return Error(Errc::kUnsupported, "body." + what + ": not yet on a VM session (backend vm; docs/daemon.md, \"Not yet\")");
+  };
+  if (s.net_proxy) return refuse("net proxy");
+  if (!s.ro_binds.empty()) return refuse("ro_binds");
+  if (s.workspace_from) return refuse("workspace");
+  return {};
+}
+
 }  // namespace
 
 Result<SessionSpec> parseSessionSpec(const Json& j) {
   ASSIGN_OR_RETURN(Fields f, Fields::of(j, "body", {"name", "limits", "env", "workspace", "ttl", "ro_binds", "net", "allow",
-                                                     "allow_internal", "credentials", "ssh_key", "profile", "profile_version"}));
+                                                     "allow_internal", "credentials", "ssh_key", "profile", "profile_version",
+                                                     "backend", "vm"}));
   SessionSpec s;
   ASSIGN_OR_RETURN(s.name, f.string("name", 64));
   if (s.name) {
@@ -177,6 +210,7 @@ Result<SessionSpec> parseSessionSpec(const Json& j) {
   ASSIGN_OR_RETURN(auto binds, f.strings("ro_binds", 64, 4096));
   ASSIGN_OR_RETURN(s.ro_binds, parseRoBinds(binds));
   RETURN_IF_ERROR(parseEgress(f, s));
+  RETURN_IF_ERROR(parseBackend(f, s));
   ASSIGN_OR_RETURN(s.profile, f.string("profile", 64));
   ASSIGN_OR_RETURN(auto version, f.count("profile_version", INT32_MAX));
   s.profile_version = static_cast<int64_t>(version.value_or(0));
@@ -222,6 +256,14 @@ Json sessionSpecJson(const SessionSpec& s, bool with_env) {
   if (!s.allow_internal.empty()) j["allow_internal"] = s.allow_internal;
   if (!s.credentials.empty()) j["credentials"] = s.credentials;
   if (s.ssh_key) j["ssh_key"] = *s.ssh_key;
+  if (s.vm) {
+    j["backend"] = "vm";
+    Json vm = Json::object();
+    if (s.vm_memory_bytes) vm["memory"] = sizeText(s.vm_memory_bytes);
+    if (s.vm_cpus) vm["cpus"] = s.vm_cpus;
+    if (s.vm_allow_tcg) vm["allow_weaker"] = Json::array({"kvm"});
+    j["vm"] = vm;
+  }
   if (s.profile) {
     j["profile"] = *s.profile;
     j["profile_version"] = s.profile_version;

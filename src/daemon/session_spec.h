@@ -30,6 +30,12 @@ struct SessionSpec {
   // An ssh-key credential record: the shim runs an ssh agent with it (SSH_AUTH_SOCK inside)
   // that signs only for the sshd behind an open tcp:// grant.
   std::optional<std::string> ssh_key;
+  // "backend": "vm": a microVM (docs/vm.md) holds the session's sandbox; its size and whether
+  // TCG emulation is accepted where KVM is unusable ("vm": {"memory", "cpus", "allow_weaker": ["kvm"]}).
+  bool vm = false;
+  uint64_t vm_memory_bytes = 0;  // 0: the VM backend's default
+  uint32_t vm_cpus = 0;          // 0: one
+  bool vm_allow_tcg = false;
   // The profile it was made from, as recorded (the spec above is already the narrowed one).
   std::optional<std::string> profile;
   int64_t profile_version = 0;
@@ -38,7 +44,8 @@ struct SessionSpec {
 // {"name", "limits": {"memory","pids","cpu_time","file_size","open_files","tmp_size",
 // "workspace_size", "allow_weaker": ["memory"]}, "env": ["K=V"], "workspace": "/abs/dir", "ttl": "1h",
 // "ro_binds": ["/host[:/sandbox]"], "net": "none"|"proxy", "allow": ["https://host"],
-// "allow_internal": ["10.0.0.0/8"], "credentials": ["name"], "ssh_key": "name"}; sizes and durations as
+// "allow_internal": ["10.0.0.0/8"], "credentials": ["name"], "ssh_key": "name", "backend": "namespace"|"vm",
+// "vm": {"memory": "512M", "cpus": 1, "allow_weaker": ["kvm"]}}; sizes and durations as
 // strings ("512M", "30s"), counts as integers. Unknown fields are errors.
 Result<SessionSpec> parseSessionSpec(const Json& j);
 // The same document back, as parseSessionSpec reads it: with env for the shim (which alone

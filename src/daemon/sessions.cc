@@ -142,6 +142,21 @@ Json Sessions::commandJson(const SessionRow& s, CommandRow c) {
   return j;
 }
 
+namespace {
+
+// A session whose sandbox a microVM holds (its stored spec says "backend": "vm").
+bool vmBacked(const SessionRow& s) {
+  auto j = parseJson(s.spec);
+  return j && j->is_object() && j->value("backend", std::string()) == "vm";
+}
+
+// What a VM session cannot do yet, refused by name (docs/daemon.md, "Not yet").
+Error notOnVm(const std::string& what) {
+  return Error(Errc::kUnsupported, what + ": not yet on a VM session (backend vm; docs/daemon.md, \"Not yet\")");
+}
+
+}  // namespace
+
 Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const std::vector<LeasedCredential>& leases) {
   SessionRow row;
   row.id = randomHex16();
@@ -156,7 +171,8 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const s
   const std::string dir = dirOf(row.id);
   // Refused before anything is made: a workspace nothing here can cap, unless accepted weaker.
   const auto& weaker = spec.limits.allow_weaker;
-  if (!workspace_.capped && std::find(weaker.begin(), weaker.end(), sandbox::Limit::kWorkspaceSize) == weaker.end())
+  // A VM session's workspace is the guest's own disk, of exactly that size: nothing to cap here.
+  if (!spec.vm && !workspace_.capped && std::find(weaker.begin(), weaker.end(), sandbox::Limit::kWorkspaceSize) == weaker.end())
     return Error(Errc::kUnsupported, "workspace-size: no mechanism can cap a session's workspace here (" +
                                          workspace_.description + ")");
   if (spec.workspace_from && peer.uid != ::geteuid())
@@ -164,7 +180,7 @@ Result<Json> Sessions::create(const Peer& peer, const SessionSpec& spec, const s
                                  "rights, not yours; copy files in with `corral session cp` instead");
   if (!spec.ro_binds.empty() && peer.uid != ::geteuid())
     return Error(Errc::kRefused, "body.ro_binds: the daemon runs as another uid and would open the paths with its rights, not yours");
-  if (pool_ && leases.empty())
+  if (pool_ && leases.empty() && !spec.vm)
     if (auto key = WarmPool::keyOf(spec, peer.uid); key && pool_->kept(*key)) {
       ASSIGN_OR_RETURN(auto claimed, claim(peer, *key, spec, row));
       if (claimed) return std::move(*claimed);
@@ -330,7 +346,8 @@ Result<ShimProcesses> Sessions::launch(const SessionRow& row, const SessionSpec&
   if (!procs) return procs.error();
   RETURN_IF_ERROR(store_.setSessionProcesses(row.id, procs->shim_pid, procs->shim_start, procs->init_pid, procs->init_start));
   // Init has started nothing yet: in the freezer cgroup now, everything it forks is in it too.
-  if (freezer_.usable)
+  // A VM session's "init" is QEMU's jailer: the guest is not paused by freezing it (refused).
+  if (freezer_.usable && !spec.vm)
     if (auto f = freezerAdopt(freezer_, row.id, static_cast<pid_t>(procs->init_pid)); !f)
       log::warn("freezer_adopt_failed", "session=" + row.id + " reason=" + log::value(f.error().message()));
   if (!pooled) RETURN_IF_ERROR(store_.setSessionState(row.id, "running"));
@@ -341,6 +358,7 @@ Result<Json> Sessions::recover(const Peer& peer, const std::string& id, const st
                                const std::vector<LeasedCredential>& leases) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (s.state != "lost") return Error(kConflict, "session " + id + " is " + s.state + ": only a lost session is recovered");
+  if (vmBacked(s)) return notOnVm("recover (the workspace was the lost VM's own disk)");
   ASSIGN_OR_RETURN(Json stored, parseJson(s.spec));
   ASSIGN_OR_RETURN(SessionSpec spec, parseSessionSpec(stored));
   spec.env = env;
@@ -384,7 +402,8 @@ Result<void> Sessions::prepareWorkspace(const Peer& peer, const SessionSpec& spe
   UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!held.valid()) return sysError("open " + dir);
   const auto ids = sandbox::userns::planIdMap(::getuid(), ::getgid());
-  RETURN_IF_ERROR(makeWorkspace(held.get(), dir, spec.limits.workspace_bytes, workspace_.capped, workspace_, ids.host_uid,
+  // A VM session's workspace is in the guest's disk: the directory here stays empty, uncapped.
+  RETURN_IF_ERROR(makeWorkspace(held.get(), dir, spec.limits.workspace_bytes, workspace_.capped && !spec.vm, workspace_, ids.host_uid,
                                 ids.host_gid));
   return copyIn(peer, spec, dir);
 }
@@ -404,10 +423,22 @@ Result<void> Sessions::copyIn(const Peer& peer, const SessionSpec& spec, const s
   return {};
 }
 
+Result<bool> Sessions::isVmSession(const Peer& peer, const std::string& id) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  return vmBacked(s);
+}
+
+Result<Json> Sessions::vmFileCall(const Peer& peer, const std::string& id, const Json& req) {
+  ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (s.state != "running") return Error(kConflict, "session " + id + " is " + s.state);
+  return callShim(s, req);
+}
+
 Result<Sessions::Workspace> Sessions::workspace(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (s.state == "creating" || s.state == "removing" || s.state == "recovering")
     return Error(kConflict, "session " + id + " is " + s.state);
+  if (vmBacked(s)) return notOnVm("stat, list and remove (a VM session's agent serves get and put only)");
   const std::string dir = dirOf(id);
   UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!held.valid()) return sysError("open " + dir);
@@ -523,6 +554,7 @@ Result<Json> Sessions::remove(const Peer& peer, const std::string& id, bool keep
 Result<Json> Sessions::startCommand(const Peer& peer, const std::string& id, const CommandSpec& cmd, UniqueFd* io) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
   if (s.state != "running") return Error(kConflict, "session " + id + " is " + s.state);
+  if (cmd.tty && vmBacked(s)) return notOnVm("tty");
   ASSIGN_OR_RETURN(int64_t n, store_.addCommand(id, static_cast<int64_t>(cmd.argv.size())));
   // The environment is the shim's to build: it alone holds the session's values.
   Json req = {{"op", "exec"}, {"cmd", n}, {"argv", cmd.argv}, {"env", envStrings(cmd.env)}, {"cwd", cmd.cwd}};
@@ -584,6 +616,7 @@ Result<bool> Sessions::closeCommandIoInShim(const Peer& peer, const std::string&
 
 Result<Json> Sessions::pause(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (vmBacked(s)) return notOnVm("pause");
   if (!freezer_.usable) return Error(Errc::kUnsupported, "pause: " + freezer_.description);
   if (s.state == "paused") return Json{{"id", id}, {"state", "paused"}};
   if (s.state != "running") return Error(kConflict, "session " + id + " is " + s.state);
@@ -597,6 +630,7 @@ Result<Json> Sessions::pause(const Peer& peer, const std::string& id) {
 
 Result<Json> Sessions::resume(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
+  if (vmBacked(s)) return notOnVm("resume");
   if (!freezer_.usable) return Error(Errc::kUnsupported, "resume: " + freezer_.description);
   if (s.state == "running") return Json{{"id", id}, {"state", "running"}};
   if (s.state != "paused") return Error(kConflict, "session " + id + " is " + s.state);
@@ -753,7 +787,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     // launch() may have been cut short before it put init in the freezer: no command can have
     // started (the row was not running), so init alone is all there is to move.
     const auto tasks = freezerTasks(freezer_, s.id);
-    if (freezer_.usable && std::find(tasks.begin(), tasks.end(), static_cast<pid_t>(p.init_pid)) == tasks.end())
+    if (freezer_.usable && !vmBacked(s) && std::find(tasks.begin(), tasks.end(), static_cast<pid_t>(p.init_pid)) == tasks.end())
       if (auto f = freezerAdopt(freezer_, s.id, static_cast<pid_t>(p.init_pid)); !f)
         log::warn("freezer_adopt_failed", "session=" + s.id + " reason=" + log::value(f.error().message()));
     (void)store_.setSessionState(s.id, "running");

@@ -101,6 +101,10 @@ class Sessions {
     uint64_t cap;
   };
   Result<Workspace> workspace(const Peer& peer, const std::string& id);
+  // A VM session's files API (its agent serves it; the host never mounts the guest's disk):
+  // whether id is one, and a file_get/file_put request to its shim ({"status", "data"|"bytes"|"error"}).
+  Result<bool> isVmSession(const Peer& peer, const std::string& id);
+  Result<Json> vmFileCall(const Peer& peer, const std::string& id, const Json& req);
 
   // One request to a session's shim over the daemon's link to it (credentials.cc: a rotation's
   // rotate_lease). A kRefused Error is the shim's answer; any other, that it did not answer.

@@ -84,12 +84,15 @@ class Shim {
   void pump(Stream& s);
   void finish(Command& cmd, int wait_status);
   void reply(int fd, const Json& j, int pass_fd = -1);
+  void onFiles();
 
   const ShimConfig& cfg_;
   const sandbox::RunOptions::SessionIo& io_;
   std::vector<Client> clients_;
   std::map<uint32_t, Command> cmds_;
   std::deque<uint32_t> spawning_;  // sent to init, its kSpawned not yet back (in order)
+  std::map<uint64_t, int> file_waiters_;  // a VM session's file request (by seq): its client
+  uint64_t next_file_seq_ = 1;
   bool stop_ = false;
   int init_pid_ = 0;
   uint64_t init_start_ = 0;
@@ -294,6 +297,20 @@ Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop, int
     if (!rotated) return {{"ok", false}, {"error", "rotate_lease: " + rotated.error().message()}};
     return {{"ok", true}};
   }
+  if (name == "file_get" || name == "file_put") {  // a VM session's files API (shim_vm.h)
+    if (cfg_.files < 0) return {{"ok", false}, {"error", name + ": only on a VM session"}};
+    Json fwd = req;
+    fwd.erase("op");
+    fwd["op"] = name;
+    const uint64_t seq = next_file_seq_++;
+    fwd["seq"] = seq;
+    const std::string text = dumpJson(fwd);
+    if (::send(cfg_.files, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(text.size()))
+      return {{"ok", false}, {"error", name + ": the VM's bridge is busy or gone"}};
+    file_waiters_[seq] = c.fd.get();
+    *reply_later = true;
+    return {};
+  }
   if (name == "stop") {
     stop_ = true;
     return {{"ok", true}};
@@ -326,6 +343,7 @@ void Shim::onClient(Client& c) {
 void Shim::dropClient(Client& c) {
   for (auto& [id, cmd] : cmds_)  // its fd number may be reused: no late reply may reach another client
     if (cmd.client == c.fd.get()) cmd.client = -1;
+  std::erase_if(file_waiters_, [&](const auto& w) { return w.second == c.fd.get(); });
   c.fd.reset();
 }
 
@@ -443,6 +461,22 @@ void Shim::onInit() {
   }
 }
 
+// The bridge's answer to a file request: to the client that asked, without the seq.
+void Shim::onFiles() {
+  std::string buf(kMaxControlBytes, '\0');
+  const ssize_t n = ::recv(cfg_.files, buf.data(), buf.size(), MSG_DONTWAIT);
+  if (n <= 0) return;
+  buf.resize(static_cast<size_t>(n));
+  auto j = parseJson(buf);
+  if (!j || !j->is_object() || !j->contains("seq") || !(*j)["seq"].is_number_unsigned()) return;
+  auto it = file_waiters_.find((*j)["seq"].get<uint64_t>());
+  if (it == file_waiters_.end()) return;
+  const int client = it->second;
+  file_waiters_.erase(it);
+  j->erase("seq");
+  reply(client, *j);
+}
+
 void Shim::run() {
   {
     init_pid_ = [&] {
@@ -462,7 +496,8 @@ void Shim::run() {
     log::info("session_ready", "shim_pid=" + std::to_string(::getpid()) + " init_pid=" + std::to_string(init_pid_));
   }
   while (!stop_) {
-    std::vector<pollfd> fds = {{io_.pidfd, POLLIN, 0}, {io_.signals, POLLIN, 0}, {cfg_.listen, POLLIN, 0}, {io_.sock, POLLIN, 0}};
+    std::vector<pollfd> fds = {{io_.pidfd, POLLIN, 0}, {io_.signals, POLLIN, 0}, {cfg_.listen, POLLIN, 0}, {io_.sock, POLLIN, 0},
+                               {cfg_.files, POLLIN, 0}};
     for (const Client& c : clients_) fds.push_back({c.fd.get(), POLLIN, 0});
     // Streams by command id and which, not by pointer: onInit() below may finish and erase a
     // command polled here, and a Stream* into cmds_ would then dangle.
@@ -492,9 +527,10 @@ void Shim::run() {
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) stop_ = true;
     }
     if (fds[3].revents & POLLIN) onInit();
+    if (fds[4].revents & POLLIN) onFiles();
     for (size_t i = 0; i < clients_.size(); ++i)
-      if (fds[4 + i].revents & (POLLIN | POLLHUP | POLLERR)) onClient(clients_[i]);
-    const size_t base = 4 + clients_.size();
+      if (fds[5 + i].revents & (POLLIN | POLLHUP | POLLERR)) onClient(clients_[i]);
+    const size_t base = 5 + clients_.size();
     for (size_t i = 0; i < polled_streams.size(); ++i) {
       if (!(fds[base + i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       auto it = cmds_.find(polled_streams[i].first);

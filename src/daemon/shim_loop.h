@@ -22,6 +22,9 @@ struct ShimConfig {
   int ready = -1;        // where the ready line goes (then closed)
   std::vector<std::pair<std::string, std::string>> env;  // the session's, added to every command's
   ShimEgress* egress = nullptr;  // --net proxy: the session's proxy (its lease usage, rotations)
+  // A VM session's files (shim_vm.h): file_get/file_put requests go out on this SEQPACKET
+  // socket as JSON with a "seq", and each answer comes back with it; -1: no such ops.
+  int files = -1;
 };
 
 // Runs until the session is stopped (a client's stop, SIGTERM) or its init is gone.

@@ -19,6 +19,7 @@
 #include "daemon/session_spec.h"
 #include "daemon/shim_egress.h"
 #include "daemon/shim_loop.h"
+#include "daemon/shim_vm.h"
 #include "daemon/unix_address.h"
 #include "net/ssh_agent_socket.h"
 #include "policy/env_policy.h"
@@ -147,6 +148,10 @@ int shimMain(const std::vector<std::string>& args) {
 
   auto id = fields->string("id", 64);
   if (!id || !*id) return fail(Error(Errc::kInvalidArgument, "shim config: no id"));
+  if (spec->vm) {  // a microVM holds the session's sandbox (shim_vm.h)
+    rest.reset();
+    return runVmShim(dir.get(), listen->get(), **secret, ready.get(), log.get(), *spec);
+  }
   // --net proxy: the channel is made now (init's end is fixed before the clone); the proxy
   // itself, with the lease values only it keeps, starts once init has been cloned.
   UniqueFd sandbox_end, proxy_end;

@@ -6,8 +6,22 @@ namespace corral::vm::frame {
 
 bool validType(uint8_t type, Direction d) {
   if (d == Direction::kToGuest)
-    return type == static_cast<uint8_t>(Type::kRequest) || type == static_cast<uint8_t>(Type::kStdin) ||
-           type == static_cast<uint8_t>(Type::kQuiesce) || type == static_cast<uint8_t>(Type::kReseed);
+    switch (static_cast<Type>(type)) {
+      case Type::kRequest:
+      case Type::kStdin:
+      case Type::kQuiesce:
+      case Type::kReseed:
+      case Type::kSessionStart:
+      case Type::kCommand:
+      case Type::kCmdStdin:
+      case Type::kCmdSignal:
+      case Type::kFileGet:
+      case Type::kFilePut:
+      case Type::kFileData:
+        return true;
+      default:
+        return false;
+    }
   switch (static_cast<Type>(type)) {
     case Type::kHello:
     case Type::kStarted:
@@ -18,10 +32,32 @@ bool validType(uint8_t type, Direction d) {
     case Type::kExit:
     case Type::kQuiesced:
     case Type::kReseeded:
+    case Type::kSessionUp:
+    case Type::kCmdSpawned:
+    case Type::kCmdFailed:
+    case Type::kCmdStdout:
+    case Type::kCmdStderr:
+    case Type::kCmdExited:
+    case Type::kFileReply:
+    case Type::kFileBytes:
       return true;
     default:
       return false;
   }
+}
+
+void putU32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+bool getU32s(std::string_view payload, size_t fields, uint32_t* out) {
+  if (payload.size() < 4 * fields) return false;
+  for (size_t i = 0; i < fields; ++i) {
+    uint32_t v = 0;
+    for (size_t b = 0; b < 4; ++b) v = (v << 8) | static_cast<unsigned char>(payload[4 * i + b]);
+    out[i] = v;
+  }
+  return true;
 }
 
 std::string encode(Type type, std::string_view payload) {

@@ -19,10 +19,12 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 
 #include "base/copy_fd.h"
 #include "base/remove_tree.h"
 #include "base/unique_fd.h"
+#include "policy/units.h"
 #include "sandbox/host_cgroups.h"
 #include "sandbox/linux_backend.h"
 #include "sandbox/userns.h"
@@ -409,25 +411,8 @@ Result<void> restoreSnapshot(int listener, int snap_fd, snapshot::Clock::time_po
   return {};
 }
 
-}  // namespace
-
-Result<std::string> agentPath() {
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return sysError("cannot find corral-vm-init: readlink /proc/self/exe");
-  std::string p(self, static_cast<size_t>(n));
-  p.resize(p.rfind('/') + 1);
-  p += "corral-vm-init";
-  if (::access(p.c_str(), R_OK) != 0) return sysError("the guest agent " + p);
-  return p;
-}
-
-Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
-  const auto started = Clock::now();
-  VmRun run;
-  run.extra["backend"] = "vm";
-  run.extra["vm"] = Json::object();
-  Json& vmj = run.extra["vm"];  // taken last: ordered_json moves its members when one is added
+// The accelerator a run may use (KVM, or TCG with --allow-weaker kvm), recorded in vmj.
+Result<AccelProbe> checkAccel(const VmOptions& vm, Json& vmj) {
   const AccelProbe accel = probeAccel();
   if (accel.kind == AccelProbe::Kind::kUnavailable)
     return Error(Errc::kUnsupported, "--backend vm: no VM here: " + accel.detail + " (" + accel.fix + ")");
@@ -437,53 +422,30 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
                                          "); --allow-weaker kvm accepts QEMU's TCG emulation instead");
   vmj["accelerator"] = kvm ? "kvm" : "tcg";
   if (!kvm) vmj["kvm_unusable"] = accel.detail;
+  return accel;
+}
+
+// QEMU's own memory cap (the guest's RAM and QEMU's overhead), and the VM's size, in vmj.
+uint64_t qemuMemoryLimit(const VmOptions& vm, Json& vmj) {
   vmj["memory_bytes"] = vm.memory_bytes;
-  uint64_t qemu_memory = 0;
-  {
-    const sandbox::cgroup::HostCgroups cg = sandbox::cgroup::detect();
-    const bool cgroup = cg.memory.version != sandbox::cgroup::Version::kNone;
-    qemu_memory = vm.memory_bytes + (cgroup ? kQemuOverheadBytes : kQemuAddressSpaceBytes);
-    vmj["qemu_memory_limit"] = {{"value", qemu_memory},
-                                {"mechanism", cgroup ? std::string("cgroup-") + sandbox::cgroup::versionName(cg.memory.version)
-                                                     : std::string("rlimit-as")}};
-  }
+  const sandbox::cgroup::HostCgroups cg = sandbox::cgroup::detect();
+  const bool cgroup = cg.memory.version != sandbox::cgroup::Version::kNone;
+  const uint64_t qemu_memory = vm.memory_bytes + (cgroup ? kQemuOverheadBytes : kQemuAddressSpaceBytes);
+  vmj["qemu_memory_limit"] = {{"value", qemu_memory},
+                              {"mechanism", cgroup ? std::string("cgroup-") + sandbox::cgroup::versionName(cg.memory.version)
+                                                   : std::string("rlimit-as")}};
   vmj["cpus"] = vm.cpus;
+  return qemu_memory;
+}
 
-  UniqueFd host_ws;
-  if (spec.workspace) {
-    ASSIGN_OR_RETURN(host_ws, sandbox::workspace::openHostDir(*spec.workspace));
-  }
-  RunDir::sweepStale(sandbox::userns::planIdMap(0, 0).host_uid);
-  ASSIGN_OR_RETURN(RunDir dir, RunDir::create());
-  Json timings = Json::object();
-  ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, accel, dir, timings));
-  // --net proxy: QEMU's second port connects to the relay's socket, and the relay hands each
-  // stream the guest opens to the run's egress proxy (relay_host.h).
-  std::unique_ptr<HostRelay> net_relay;
-  if (spec.proxy.channel >= 0) {
-    const uid_t jail_uid = ::getuid() == 0 ? sandbox::userns::planIdMap(0, 0).host_uid : ::getuid();
-    ASSIGN_OR_RETURN(net_relay, HostRelay::listen(dir.path(), jail_uid, spec.proxy.channel));
-    im.jail.net_socket = net_relay->socketPath();
-  }
-  const std::string kernel_source = im.kernel_source;
-  vmj["kernel"] = vm.kernel ? *vm.kernel : kernel_source;
-  vmj["kernel_release"] = im.release;
-  vmj["kernel_choice"] = {{"kind", im.kernel_kind}, {"why", im.kernel_why}};
-  const std::string staging = dir.path() + "/outputs";
-  if (::mkdir(staging.c_str(), 0700) != 0) return sysError("mkdir " + staging);
-  ASSIGN_OR_RETURN(OutputReceiver outputs, OutputReceiver::create(staging, spec.outputs, spec.limits.workspace_bytes));
-
-  const auto boot_deadline = kvm ? kBootDeadlineKvm : kBootDeadlineTcg;
-  const std::chrono::milliseconds command_allowance =
-      spec.limits.timeout ? *spec.limits.timeout + kTimeoutGrace : std::chrono::milliseconds(0);
-  // The jail's own timer is the outermost watchdog; the supervisor's deadlines below fire first.
-  const auto jail_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-      boot_deadline + (spec.limits.timeout ? command_allowance : std::chrono::hours(24 * 366)) + std::chrono::seconds(30));
-
-  // Snapshot restore (snapshot.h), unless --vm-cold: the cached snapshot for this exact
-  // configuration, made now (a boot of its own, on a blank disk) when there is none. Any
-  // failure to make or verify it falls back to a cold boot, and the report says so.
-  UniqueFd snap_fd, qmp_listener;
+// Snapshot restore (snapshot.h), unless --vm-cold: the cached snapshot for this exact
+// configuration, made now (a boot of its own, on a blank disk) when there is none. Any
+// failure to make or verify it falls back to a cold boot, and vmj says so. On a restore,
+// snap_fd is the verified stream and qmp_listener the socket the jailed QEMU connects to.
+Result<void> chooseStart(Images& im, const VmOptions& vm, const sandbox::SandboxSpec& spec, const AccelProbe& accel,
+                         const RunDir& dir, uint64_t qemu_memory, std::chrono::seconds boot_deadline, Json& vmj,
+                         UniqueFd& snap_fd, UniqueFd& qmp_listener) {
+  const bool kvm = accel.kind == AccelProbe::Kind::kKvm;
   vmj["start"] = "cold";
   if (!vm.cold) {
     Json snap = Json::object();
@@ -529,6 +491,98 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
     if (snap.contains("error")) snap["fallback"] = "cold boot";
     vmj["snapshot"] = snap;
   }
+  return {};
+}
+
+struct RestoreNonce {
+  std::string hex;
+  bool require_reseed = true;
+};
+
+// A restore: the snapshot loaded into the waiting QEMU, then this restore's own seed and
+// nonce sent: the agent reseeds the kernel RNG with the seed and must echo the nonce before
+// anything else (ControlSession::expectRestore).
+Result<RestoreNonce> restoreAndReseed(int qmp_listener, int snap_fd, int ctl, std::chrono::seconds boot_deadline, Json& vmj, Json& timings) {
+  const auto tr = Clock::now();
+  if (auto r = restoreSnapshot(qmp_listener, snap_fd, tr + boot_deadline); !r) {
+    ::unlink(vmj["snapshot"]["path"].get<std::string>().c_str());
+    return Error(Errc::kIo, "--backend vm: the snapshot restore failed: " + r.error().message() + " (--vm-cold boots without it)");
+  }
+  timings["restore_ms"] = msSince(tr);
+  const char* skip = std::getenv("CORRAL_VM_TEST_SKIP_RESEED");
+  protocol::Reseed rs;
+  rs.skip_reseed = skip && std::string_view(skip) == "1";
+  ASSIGN_OR_RETURN(rs.seed_hex, hostRandomHex(32));
+  ASSIGN_OR_RETURN(rs.nonce_hex, hostRandomHex(16));
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  rs.time_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+  std::string payload = protocol::encodeReseed(rs);
+  const bool sent = sendFrame(ctl, frame::Type::kReseed, payload);
+  ::explicit_bzero(payload.data(), payload.size());
+  ::explicit_bzero(rs.seed_hex.data(), rs.seed_hex.size());
+  if (!sent) return Error(Errc::kIo, "--backend vm: cannot reach the restored guest");
+  vmj["start"] = "restore";
+  vmj["reseed"] = rs.skip_reseed ? "skipped: CORRAL_VM_TEST_SKIP_RESEED=1 (a test control)" : "host getrandom seed + nonce";
+  return RestoreNonce{rs.nonce_hex, !rs.skip_reseed};
+}
+
+}  // namespace
+
+Result<std::string> agentPath() {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return sysError("cannot find corral-vm-init: readlink /proc/self/exe");
+  std::string p(self, static_cast<size_t>(n));
+  p.resize(p.rfind('/') + 1);
+  p += "corral-vm-init";
+  if (::access(p.c_str(), R_OK) != 0) return sysError("the guest agent " + p);
+  return p;
+}
+
+Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
+  const auto started = Clock::now();
+  VmRun run;
+  run.extra["backend"] = "vm";
+  run.extra["vm"] = Json::object();
+  Json& vmj = run.extra["vm"];  // taken last: ordered_json moves its members when one is added
+  ASSIGN_OR_RETURN(const AccelProbe accel, checkAccel(vm, vmj));
+  const bool kvm = accel.kind == AccelProbe::Kind::kKvm;
+  const uint64_t qemu_memory = qemuMemoryLimit(vm, vmj);
+
+  UniqueFd host_ws;
+  if (spec.workspace) {
+    ASSIGN_OR_RETURN(host_ws, sandbox::workspace::openHostDir(*spec.workspace));
+  }
+  RunDir::sweepStale(sandbox::userns::planIdMap(0, 0).host_uid);
+  ASSIGN_OR_RETURN(RunDir dir, RunDir::create());
+  Json timings = Json::object();
+  ASSIGN_OR_RETURN(Images im, prepareImages(spec, vm, accel, dir, timings));
+  // --net proxy: QEMU's second port connects to the relay's socket, and the relay hands each
+  // stream the guest opens to the run's egress proxy (relay_host.h).
+  std::unique_ptr<HostRelay> net_relay;
+  if (spec.proxy.channel >= 0) {
+    const uid_t jail_uid = ::getuid() == 0 ? sandbox::userns::planIdMap(0, 0).host_uid : ::getuid();
+    ASSIGN_OR_RETURN(net_relay, HostRelay::listen(dir.path(), jail_uid, spec.proxy.channel));
+    im.jail.net_socket = net_relay->socketPath();
+  }
+  const std::string kernel_source = im.kernel_source;
+  vmj["kernel"] = vm.kernel ? *vm.kernel : kernel_source;
+  vmj["kernel_release"] = im.release;
+  vmj["kernel_choice"] = {{"kind", im.kernel_kind}, {"why", im.kernel_why}};
+  const std::string staging = dir.path() + "/outputs";
+  if (::mkdir(staging.c_str(), 0700) != 0) return sysError("mkdir " + staging);
+  ASSIGN_OR_RETURN(OutputReceiver outputs, OutputReceiver::create(staging, spec.outputs, spec.limits.workspace_bytes));
+
+  const auto boot_deadline = kvm ? kBootDeadlineKvm : kBootDeadlineTcg;
+  const std::chrono::milliseconds command_allowance =
+      spec.limits.timeout ? *spec.limits.timeout + kTimeoutGrace : std::chrono::milliseconds(0);
+  // The jail's own timer is the outermost watchdog; the supervisor's deadlines below fire first.
+  const auto jail_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      boot_deadline + (spec.limits.timeout ? command_allowance : std::chrono::hours(24 * 366)) + std::chrono::seconds(30));
+
+  UniqueFd snap_fd, qmp_listener;
+  RETURN_IF_ERROR(chooseStart(im, vm, spec, accel, dir, qemu_memory, boot_deadline, vmj, snap_fd, qmp_listener));
 
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
@@ -548,30 +602,8 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
                          {[&ctl](std::string_view request) { return sendFrame(ctl.get(), frame::Type::kRequest, request); },
                           [](frame::Type stream, std::string_view bytes) { writeAll(stream == frame::Type::kStdout ? 1 : 2, bytes); }});
   if (snap_fd.valid()) {
-    const auto tr = Clock::now();
-    if (auto r = restoreSnapshot(qmp_listener.get(), snap_fd.get(), tr + boot_deadline); !r) {
-      ::unlink(vmj["snapshot"]["path"].get<std::string>().c_str());
-      return Error(Errc::kIo, "--backend vm: the snapshot restore failed: " + r.error().message() + " (--vm-cold boots without it)");
-    }
-    timings["restore_ms"] = msSince(tr);
-    // This restore's own seed and nonce: the agent reseeds the kernel RNG with the seed and
-    // must echo the nonce before the request is sent (ControlSession::expectRestore).
-    const char* skip = std::getenv("CORRAL_VM_TEST_SKIP_RESEED");
-    protocol::Reseed rs;
-    rs.skip_reseed = skip && std::string_view(skip) == "1";
-    ASSIGN_OR_RETURN(rs.seed_hex, hostRandomHex(32));
-    ASSIGN_OR_RETURN(rs.nonce_hex, hostRandomHex(16));
-    timespec now{};
-    ::clock_gettime(CLOCK_REALTIME, &now);
-    rs.time_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-    session.expectRestore(rs.nonce_hex, !rs.skip_reseed);
-    std::string payload = protocol::encodeReseed(rs);
-    const bool sent = sendFrame(ctl.get(), frame::Type::kReseed, payload);
-    ::explicit_bzero(payload.data(), payload.size());
-    ::explicit_bzero(rs.seed_hex.data(), rs.seed_hex.size());
-    if (!sent) return Error(Errc::kIo, "--backend vm: cannot reach the restored guest");
-    vmj["start"] = "restore";
-    vmj["reseed"] = rs.skip_reseed ? "skipped: CORRAL_VM_TEST_SKIP_RESEED=1 (a test control)" : "host getrandom seed + nonce";
+    ASSIGN_OR_RETURN(RestoreNonce nonce, restoreAndReseed(qmp_listener.get(), snap_fd.get(), ctl.get(), boot_deadline, vmj, timings));
+    session.expectRestore(nonce.hex, nonce.require_reseed);
   }
   std::string qemu_err;
   bool done = false;
@@ -734,6 +766,113 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
       }
   }
   return run;
+}
+
+struct SessionVm::State {  // NOLINT(bugprone-exception-escape): false positive from the nlohmann::json member's special members
+  // Invariant: declared in this order so the jailer (QEMU) dies before its run dir goes.
+  std::optional<RunDir> dir;
+  std::optional<Jailer> jailer;
+  UniqueFd ctl, pidfd;
+  Json info;
+};
+
+SessionVm::SessionVm(std::unique_ptr<State> s) : s_(std::move(s)) {}
+SessionVm::~SessionVm() = default;
+int SessionVm::control() const { return s_->ctl.get(); }
+int SessionVm::pidfd() const { return s_->pidfd.get(); }
+int SessionVm::pid() const { return s_->jailer ? s_->jailer->pid() : -1; }
+const nlohmann::ordered_json& SessionVm::info() const { return s_->info; }
+void SessionVm::kill() {
+  if (s_->jailer) s_->jailer->kill();
+}
+
+Result<std::unique_ptr<SessionVm>> startSessionVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
+  RETURN_IF_ERROR(checkSpec(spec, vm, false));
+  auto st = std::make_unique<SessionVm::State>();
+  st->info = Json::object();
+  Json& vmj = st->info;
+  ASSIGN_OR_RETURN(const AccelProbe accel, checkAccel(vm, vmj));
+  const bool kvm = accel.kind == AccelProbe::Kind::kKvm;
+  const uint64_t qemu_memory = qemuMemoryLimit(vm, vmj);
+  RunDir::sweepStale(sandbox::userns::planIdMap(0, 0).host_uid);
+  ASSIGN_OR_RETURN(RunDir made_dir, RunDir::create());
+  st->dir.emplace(std::move(made_dir));
+  const RunDir& dir = *st->dir;
+  Json timings = Json::object();
+  sandbox::SandboxSpec blank = spec;
+  blank.workspace.reset();  // a session's workspace starts empty, in the guest's disk alone
+  ASSIGN_OR_RETURN(Images im, prepareImages(blank, vm, accel, dir, timings));
+  vmj["kernel_release"] = im.release;
+  const auto boot_deadline = kvm ? kBootDeadlineKvm : kBootDeadlineTcg;
+  UniqueFd snap_fd, qmp_listener;
+  RETURN_IF_ERROR(chooseStart(im, vm, blank, accel, dir, qemu_memory, boot_deadline, vmj, snap_fd, qmp_listener));
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
+  UniqueFd ctl_child(pair[1]);
+  st->ctl.reset(pair[0]);
+  UniqueFd err_w(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  const auto qemu_start = Clock::now();
+  const auto watchdog = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::hours(24 * 366));
+  ASSIGN_OR_RETURN(Jailer jailer, Jailer::start(qemuJailSpec(im.jail, vm, blank.limits.workspace_bytes, watchdog, qemu_memory),
+                                                std::move(ctl_child), std::move(err_w)));
+  st->jailer.emplace(std::move(jailer));
+  st->pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st->jailer->pid(), 0)));
+  if (!st->pidfd.valid()) return sysError("pidfd_open the QEMU jailer");
+  // The hello (or a restore's reseed answer) is checked as for a run; the request it answers
+  // is the session's start, and the next frame must say the session's sandbox is up.
+  sandbox::SandboxSpec request = blank;
+  request.argv = {"/bin/true"};
+  request.outputs.clear();
+  request.limits.timeout.reset();
+  OutputReceiver* no_outputs = nullptr;
+  const std::string staging = dir.path() + "/outputs";
+  if (::mkdir(staging.c_str(), 0700) != 0) return sysError("mkdir " + staging);
+  ASSIGN_OR_RETURN(OutputReceiver outputs, OutputReceiver::create(staging, {}, 1));
+  no_outputs = &outputs;
+  const int ctl = st->ctl.get();
+  ControlSession session(request, *no_outputs,
+                         {[ctl](std::string_view req) { return sendFrame(ctl, frame::Type::kSessionStart, req); },
+                          [](frame::Type, std::string_view) {}});
+  if (snap_fd.valid()) {
+    ASSIGN_OR_RETURN(RestoreNonce nonce, restoreAndReseed(qmp_listener.get(), snap_fd.get(), ctl, boot_deadline, vmj, timings));
+    session.expectRestore(nonce.hex, nonce.require_reseed);
+  }
+  frame::Parser parser(frame::Direction::kToHost);
+  const auto deadline = qemu_start + boot_deadline;
+  char buf[65536];
+  for (bool up = false; !up;) {
+    auto next = parser.next();
+    if (!next) return next.error();
+    if (*next) {
+      const frame::Frame& f = **next;
+      if (!session.helloSeen()) {
+        ASSIGN_OR_RETURN(ControlSession::Event ev, session.onFrame(f));
+        if (ev == ControlSession::Event::kHello) timings["agent_hello_ms"] = msSince(qemu_start);
+        continue;
+      }
+      if (f.type != frame::Type::kSessionUp) return Error(Errc::kIo, "--backend vm: control channel: the guest did not start the session");
+      if (!f.payload.empty())
+        return Error(Errc::kIo, "--backend vm: the guest's session sandbox: " + policy::printable(f.payload.substr(0, 512)));
+      up = true;
+      continue;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return Error(Errc::kIo, "--backend vm: the guest did not start the session within " +
+                                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(boot_deadline).count()) + " s");
+    pollfd p{ctl, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return sysError("poll");
+    if (!p.revents) continue;
+    const ssize_t n = ::read(ctl, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error(Errc::kIo, "--backend vm: the VM ended before the session started");
+    parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  // Invariant: the guest sends nothing after kSessionUp until it is sent a command, so the
+  // parser holds no bytes the caller's own parser would miss.
+  if (parser.buffered() != 0) return Error(Errc::kIo, "--backend vm: control channel: frames after the session start");
+  timings["session_up_ms"] = msSince(qemu_start);
+  vmj["timings"] = timings;
+  return std::make_unique<SessionVm>(std::move(st));
 }
 
 }  // namespace corral::vm

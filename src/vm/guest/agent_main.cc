@@ -30,6 +30,8 @@
 #include "base/unique_fd.h"
 #include "sandbox/linux_backend.h"
 #include "vm/frame.h"
+#include "vm/guest/channel.h"
+#include "vm/guest/session_serve.h"
 #include "vm/protocol.h"
 #include "vm/relay.h"
 
@@ -115,47 +117,6 @@ std::string findPort(const std::string& name) {
   }
   return "";
 }
-
-class Channel {
- public:
-  explicit Channel(UniqueFd fd) : fd_(std::move(fd)) {}
-  bool send(frame::Type t, std::string_view payload) {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string bytes = frame::encode(t, payload);
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::write(fd_.get(), bytes.data() + off, bytes.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  // Sends data in chunks no larger than a frame's cap.
-  bool sendChunked(frame::Type t, std::string_view data) {
-    for (size_t off = 0; off < data.size(); off += frame::kMaxPayload)
-      if (!send(t, data.substr(off, frame::kMaxPayload))) return false;
-    return true;
-  }
-  // One reader at a time (first the agent, then the stdin relay): the parser keeps what one
-  // read brought beyond the frame it returns.
-  Result<frame::Frame> receive() {
-    char buf[65536];
-    for (;;) {
-      ASSIGN_OR_RETURN(auto f, parser_.next());
-      if (f) return std::move(*f);
-      ssize_t n = ::read(fd_.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Error(Errc::kIo, "control channel closed");
-      parser_.feed(std::string_view(buf, static_cast<size_t>(n)));
-    }
-  }
-
- private:
-  UniqueFd fd_;
-  std::mutex mu_;
-  frame::Parser parser_{frame::Direction::kToGuest};
-};
 
 // Relays the command's stdout and stderr pipes into frames until both reach EOF.
 void relay(Channel& ch, int out, int err) {
@@ -388,10 +349,15 @@ int agent(int argc, char** argv) {
     if (!ch.send(frame::Type::kReseeded, protocol::encodeReseeded({rs->nonce_hex, !rs->skip_reseed, hello()}))) powerOff();
     req = ch.receive();
   }
-  if (!req || req->type != frame::Type::kRequest) powerOff();
+  const bool session = req && req->type == frame::Type::kSessionStart;
+  if (!req || (req->type != frame::Type::kRequest && !session)) powerOff();
   bool net_proxy = false;
   auto decoded = protocol::decodeRequest(req->payload, &net_proxy);
   sandbox::RunReport failed;
+  if (!decoded && session) {
+    ch.send(frame::Type::kSessionUp, decoded.error().message());
+    powerOff();
+  }
   if (!decoded) {
     failed.error = decoded.error().message();
     ch.send(frame::Type::kExit, protocol::encodeExit(failed));
@@ -401,10 +367,21 @@ int agent(int argc, char** argv) {
   if (::access("/dev/vdb", F_OK) == 0 || waitFor("/dev/vdb")) {
     if (::mount("/dev/vdb", "/ws", "ext4", MS_NOSUID | MS_NODEV, nullptr) != 0) {
       failed.error = std::string("mount the workspace disk: ") + std::strerror(errno);
-      ch.send(frame::Type::kExit, protocol::encodeExit(failed));
+      if (session) ch.send(frame::Type::kSessionUp, failed.error);
+      else ch.send(frame::Type::kExit, protocol::encodeExit(failed));
       powerOff();
     }
     spec.workspace = "/ws";
+  }
+  // A session (docs/vm.md, "Control protocol"): one sandbox for the guest's life, its
+  // commands sent one by one; the host's request carries no --net proxy in this mode.
+  if (session) {
+    if (net_proxy || !spec.workspace) {
+      ch.send(frame::Type::kSessionUp, net_proxy ? "a session has no --net proxy in a VM" : "no workspace disk");
+      powerOff();
+    }
+    serveSession(ch, std::move(spec));
+    powerOff();
   }
   // --net proxy: the command's sandbox init listens on the guest's loopback as on the host
   // and hands each connection here; the relay carries it over corral.net to the host, which
