@@ -161,29 +161,23 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
                   "a spawned task's commands do not run on the VM backend: its narrowed view of the workspace cannot be staged there", targs);
   auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout, keep);
   if (!spec.ok()) return refuse(run, task, call, "sandbox", spec.error().message(), targs);
-  json vm_info;
-  Result<CommandOutcome> outcome = Error(Errc::kIo, "not run");
   UniqueFd egress_channel;  // the sandbox's end; must outlive the command
-  if (run.vm != nullptr) {
-    // No egress here: chooseBackend refused network and credentials at load.
-    auto ran = runInVm(*spec, run.vm->options, task.manifest->budgets.max_output_bytes);
-    if (ran.ok()) {
-      outcome = std::move(ran->outcome);
-      vm_info = std::move(ran->vm);
-    } else {
-      outcome = ran.error();
-    }
-  } else {
-    if (run.egress) {
-      auto channel = run.egress->attach();
-      if (!channel.ok()) return refuse(run, task, call, "sandbox", channel.error().message(), targs);
-      egress_channel = std::move(*channel);
-      spec->proxy.channel = egress_channel.get();
-      for (std::string& kv : run.egress->sandboxEnvironment()) spec->env.push_back(std::move(kv));
-    }
-    outcome = runSandboxed(std::move(*spec), task.manifest->budgets.max_output_bytes, keep ? run.workspace->dirFd() : -1);
-    egress_channel.reset();
+  if (run.egress && run.vm == nullptr) {  // the VM backend has none: chooseBackend refused network at load
+    auto channel = run.egress->attach();
+    if (!channel.ok()) return refuse(run, task, call, "sandbox", channel.error().message(), targs);
+    egress_channel = std::move(*channel);
+    spec->proxy.channel = egress_channel.get();
+    for (std::string& kv : run.egress->sandboxEnvironment()) spec->env.push_back(std::move(kv));
   }
+  json vm_info;
+  Result<CommandOutcome> outcome = [&]() -> Result<CommandOutcome> {
+    if (run.vm == nullptr)
+      return runSandboxed(std::move(*spec), task.manifest->budgets.max_output_bytes, keep ? run.workspace->dirFd() : -1);
+    ASSIGN_OR_RETURN(VmCommandOutcome ran, runInVm(*spec, run.vm->options, task.manifest->budgets.max_output_bytes));
+    vm_info = std::move(ran.vm);
+    return std::move(ran.outcome);
+  }();
+  egress_channel.reset();
   ++run.counters.commands;
   json entry = traceBase(task, call, "allow");
   entry["rule"] = d.rule;
