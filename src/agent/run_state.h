@@ -24,6 +24,8 @@
 
 namespace corral::agent {
 
+struct VmChoice;  // agent/vm_command.h
+
 enum class TraceContent { kHashes, kFull };
 
 struct PendingTask {
@@ -62,6 +64,7 @@ struct RunContext {
   ContentStore* content = nullptr;  // set with --trace-content full
   RunEgress* egress = nullptr;      // set when the manifest grants network or credentials
   CommandSession* session = nullptr;  // --session: commands run there (the session's own egress)
+  const VmChoice* vm = nullptr;  // the VM backend: each command in a fresh VM (vm_command.h)
   // Set when an applied `run` cannot be sandboxed on this host: the missing facility.
   std::optional<std::string> sandbox_unavailable;
   std::function<policy::Millis()> now;  // monotonic milliseconds

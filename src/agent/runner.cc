@@ -164,6 +164,9 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   // Before anything is written or a model called: a session broader than the manifest (or not
   // the caller's, or not running) refuses the run. Its commands use the session's own proxy and
   // leases, so the run starts none of its own.
+  BackendFlags backend_flags = request.backend;
+  backend_flags.session = static_cast<bool>(request.open_session);
+  ASSIGN_OR_RETURN(const std::optional<VmChoice> vm_choice, chooseBackend(manifest, backend_flags));
   std::unique_ptr<CommandSession> session;
   if (request.open_session) {
     ASSIGN_OR_RETURN(session, request.open_session(manifest));
@@ -209,6 +212,7 @@ Result<RunSummary> runManifest(const RunRequest& request) {
   run.now = monotonicNow;
   run.egress = egress.get();
   run.session = session.get();
+  run.vm = vm_choice ? &*vm_choice : nullptr;
 
   if (!previous.type.empty() && previous.type != "run_end")
     RETURN_IF_ERROR(run.record("previous_run_interrupted",
@@ -224,6 +228,12 @@ Result<RunSummary> runManifest(const RunRequest& request) {
                                            {"prior", prior},
                                            {"corral_version", "0.1.0"}}));
   if (session) RETURN_IF_ERROR(run.record("session", {{"session", session->id()}}));
+  if (vm_choice)
+    RETURN_IF_ERROR(run.record("sandbox_backend", {{"backend", "vm"},
+                                                   {"accelerator", vm_choice->accelerator},
+                                                   {"memory", vm_choice->options.memory_bytes},
+                                                   {"cpus", vm_choice->options.cpus},
+                                                   {"chosen_by", manifest.sandbox.backend == "vm" ? "manifest" : "--backend"}}));
 
   std::string status = "error";
   std::string reason;

@@ -10,6 +10,7 @@
 
 #include "agent/run_state.h"
 #include "agent/session_commands.h"
+#include "agent/vm_command.h"
 #include "base/result.h"
 
 namespace corral::agent {
@@ -22,6 +23,9 @@ struct RunRequest {
   TraceContent trace_content = TraceContent::kHashes;
   // --session ID: commands run in that daemon session (agent/session_commands.h).
   SessionOpener open_session;
+  // --backend and --allow-weaker kvm (agent/vm_command.h chooseBackend; session is set from
+  // open_session).
+  BackendFlags backend;
 };
 
 // Exit statuses of `corral run`.

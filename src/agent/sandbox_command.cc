@@ -8,6 +8,23 @@
 
 namespace corral::agent {
 
+Result<void> applyManifestLimits(const policy::Manifest& m, sandbox::SandboxSpec& spec) {
+  const policy::SandboxLimitsSpec& l = m.sandbox;
+  spec.limits.memory_bytes = l.memory_bytes;
+  if (l.pids) spec.limits.pids = *l.pids;
+  spec.limits.cpu_time = l.cpu_time;
+  if (l.file_size_bytes) spec.limits.file_size_bytes = *l.file_size_bytes;
+  if (l.tmp_bytes) spec.limits.tmp_bytes = *l.tmp_bytes;
+  if (l.workspace_bytes) spec.limits.workspace_bytes = *l.workspace_bytes;
+  for (const std::string& name : l.allow_weaker) {
+    if (name == "kvm") continue;  // the VM's accelerator, not a limit: VmOptions.allow_tcg (vm_command.cc)
+    auto limit = sandbox::limitFromName(name);
+    if (!limit) return Error(Errc::kInvalidArgument, "sandbox.allow_weaker: unknown limit " + name);
+    spec.limits.allow_weaker.push_back(*limit);
+  }
+  return {};
+}
+
 Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const PrivateWorkspace& ws,
                                          const std::vector<std::string>& argv,
                                          const std::vector<std::string>& gate_env,
@@ -43,18 +60,7 @@ Result<sandbox::SandboxSpec> commandSpec(const policy::Manifest& m, const Privat
   // its inputs).
   if (!whole_workspace) spec.stage_only = sandbox::SandboxSpec::StageOnly{m.inputs, m.outputs};
   spec.outputs = m.outputs;
-  const policy::SandboxLimitsSpec& l = m.sandbox;
-  spec.limits.memory_bytes = l.memory_bytes;
-  if (l.pids) spec.limits.pids = *l.pids;
-  spec.limits.cpu_time = l.cpu_time;
-  if (l.file_size_bytes) spec.limits.file_size_bytes = *l.file_size_bytes;
-  if (l.tmp_bytes) spec.limits.tmp_bytes = *l.tmp_bytes;
-  if (l.workspace_bytes) spec.limits.workspace_bytes = *l.workspace_bytes;
-  for (const std::string& name : l.allow_weaker) {
-    auto limit = sandbox::limitFromName(name);
-    if (!limit) return Error(Errc::kInvalidArgument, "sandbox.allow_weaker: unknown limit " + name);
-    spec.limits.allow_weaker.push_back(*limit);
-  }
+  RETURN_IF_ERROR(applyManifestLimits(m, spec));
   spec.limits.timeout = timeout;
   return spec;
 }

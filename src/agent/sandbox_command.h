@@ -28,6 +28,9 @@ struct CommandOutcome {
   std::optional<MirrorStats> kept;  // keep_into: what of /workspace was kept for the next command
 };
 
+// The manifest's sandbox limits (and allow_weaker) onto spec.limits, as commandSpec does.
+Result<void> applyManifestLimits(const policy::Manifest& m, sandbox::SandboxSpec& spec);
+
 // The SandboxSpec for argv (already gated): base environment + manifest env + gate env,
 // manifest sandbox limits, the given timeout. whole_workspace: /workspace is the whole private
 // workspace (the root task, whose view it is: what it declared and what its own commands

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "agent/sandbox_command.h"
+#include "agent/vm_command.h"
 #include "agent/tool_common.h"
 #include "base/sha256.h"
 #include "policy/command_gate.h"
@@ -153,23 +154,39 @@ Result<ToolResult> run(RunContext& run, TaskState& task, const ToolCall& call, c
   // The root task's commands share one workspace, kept from each command to the next; a
   // spawned task's commands see its narrowed view and give back only its declared outputs.
   const bool keep = task.id == "root";
+  // The VM backend stages the whole private workspace onto the guest's disk: a spawned task's
+  // narrowed view could not hold there.
+  if (run.vm != nullptr && !keep)
+    return refuse(run, task, call, "vm.subtask",
+                  "a spawned task's commands do not run on the VM backend: its narrowed view of the workspace cannot be staged there", targs);
   auto spec = commandSpec(*task.manifest, *run.workspace, d.argv, d.env, timeout, keep);
   if (!spec.ok()) return refuse(run, task, call, "sandbox", spec.error().message(), targs);
   UniqueFd egress_channel;  // the sandbox's end; must outlive the command
-  if (run.egress) {
+  if (run.egress && run.vm == nullptr) {  // the VM backend has none: chooseBackend refused network at load
     auto channel = run.egress->attach();
     if (!channel.ok()) return refuse(run, task, call, "sandbox", channel.error().message(), targs);
     egress_channel = std::move(*channel);
     spec->proxy.channel = egress_channel.get();
     for (std::string& kv : run.egress->sandboxEnvironment()) spec->env.push_back(std::move(kv));
   }
-  auto outcome = runSandboxed(std::move(*spec), task.manifest->budgets.max_output_bytes, keep ? run.workspace->dirFd() : -1);
+  json vm_info;
+  Result<CommandOutcome> outcome = [&]() -> Result<CommandOutcome> {
+    if (run.vm == nullptr)
+      return runSandboxed(std::move(*spec), task.manifest->budgets.max_output_bytes, keep ? run.workspace->dirFd() : -1);
+    ASSIGN_OR_RETURN(VmCommandOutcome ran, runInVm(*spec, run.vm->options, task.manifest->budgets.max_output_bytes));
+    vm_info = std::move(ran.vm);
+    return std::move(ran.outcome);
+  }();
   egress_channel.reset();
   ++run.counters.commands;
   json entry = traceBase(task, call, "allow");
   entry["rule"] = d.rule;
   entry["args"] = targs;
   entry["timeout_ms"] = timeout.count();
+  if (run.vm != nullptr) {
+    entry["backend"] = "vm";
+    entry["vm"] = vm_info.is_null() ? json{{"accelerator", run.vm->accelerator}} : vm_info;
+  }
   if (!outcome.ok()) {
     entry["error"] = traceable(outcome.error().message(), 512);
     RETURN_IF_ERROR(run.record("tool_call", entry));

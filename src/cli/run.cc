@@ -15,6 +15,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]\n"
     "                           [--trace-content hashes|full] [--session ID]\n"
+    "                           [--backend namespace|vm [--allow-weaker kvm]]\n"
     "  Drives the manifest's model through policy-gated tools (read, write, run, mailbox, spawn,\n"
     "  finish). Without --apply, writes and commands are validated and traced but not applied.\n"
     "  WORKSPACE defaults to the manifest's folder; the audit record goes to WORKSPACE/.corral.\n"
@@ -23,6 +24,9 @@ constexpr char kUsage[] =
     "  (task, model text, tool arguments, files, output shown to the model) as .corral/blobs/<sha256>.\n"
     "  --session ID runs each allowed command in that daemon session (its workspace, shared by the\n"
     "  run's commands), refused (125) when the session grants more than the manifest's sandbox.\n"
+    "  --backend vm runs each command in a fresh microVM (docs/vm.md) even where the manifest says\n"
+    "  namespace; it cannot turn a manifest's vm into namespace. --allow-weaker kvm (only with\n"
+    "  --backend vm over a namespace manifest) accepts TCG emulation where KVM is unusable.\n"
     "  Exit: 0 finished, 1 failed (model endpoint or run error), 2 a budget ended it before\n"
     "  finish, 125 refused before the run started. Manifest format: docs/manifest.md.\n";
 
@@ -62,6 +66,15 @@ Result<Args> parseArgs(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(std::string id, value("--session"));
       if (id.empty()) return Error(Errc::kInvalidArgument, "--session needs a value");
       out.request.open_session = sessionOpener(id);
+    } else if (is("--backend")) {
+      ASSIGN_OR_RETURN(std::string b, value("--backend"));
+      if (b != "namespace" && b != "vm") return Error(Errc::kInvalidArgument, "--backend: expected namespace or vm");
+      out.request.backend.backend = b;
+    } else if (is("--allow-weaker")) {
+      ASSIGN_OR_RETURN(std::string w, value("--allow-weaker"));
+      // The manifest's sandbox.allow_weaker holds the limits; a flag can only accept TCG for a VM it chose.
+      if (w != "kvm") return Error(Errc::kInvalidArgument, "--allow-weaker: only kvm (limits are the manifest's sandbox.allow_weaker)");
+      out.request.backend.allow_kvm = true;
     } else if (is("--trace-content")) {
       ASSIGN_OR_RETURN(std::string v, value("--trace-content"));
       if (v == "hashes") out.request.trace_content = agent::TraceContent::kHashes;

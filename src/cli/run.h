@@ -6,7 +6,7 @@
 namespace corral::cli {
 
 // `corral run MANIFEST [--workspace DIR] [--apply] [--json] [--signing-key FILE]
-//             [--trace-content hashes|full] [--session ID]`.
+//             [--trace-content hashes|full] [--session ID] [--backend namespace|vm [--allow-weaker kvm]]`.
 int runMain(const std::vector<std::string>& args);
 
 }  // namespace corral::cli

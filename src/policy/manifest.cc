@@ -57,10 +57,11 @@ auto sizeIn(Range r) {
 bool controlByte(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
 
 Result<std::string> limitName(std::string_view name) {
+  if (name == "kvm") return std::string(name);  // TCG emulation accepted (backend vm only: parseSandbox)
   if (std::find(kLimitNames.begin(), kLimitNames.end(), name) == kLimitNames.end())
     return Error(Errc::kInvalidArgument,
                  shown(name) + " is not a limit (memory, pids, cpu-time, timeout, file-size, open-files, "
-                               "tmp-size, workspace-size)");
+                               "tmp-size, workspace-size; kvm with backend vm)");
   return std::string(name);
 }
 
@@ -169,10 +170,38 @@ Result<Budgets> parseBudgets(const Json& obj, const Where& w) {
   return b;
 }
 
+// sandbox.vm: the VM's size, with the ranges `exec --vm-memory` and `--vm-cpus` take.
+Result<void> parseVm(const Json& obj, const Where& w, SandboxLimitsSpec& s) {
+  if (!obj.is_object()) return w.error("must be an object");
+  RETURN_IF_ERROR(onlyKeys(obj, w, {"memory", "cpus"}));
+  RETURN_IF_ERROR(readOptional(obj, w, "memory", s.vm_memory_bytes, sizeIn(kVmMemoryBytes)));
+  RETURN_IF_ERROR(readOptional(obj, w, "cpus", s.vm_cpus, integerIn(kVmCpus)));
+  return {};
+}
+
+// A manifest that asks for the VM backend gets it or nothing: what the VM backend cannot
+// honour in a run is refused here, before anything is written (docs/manifest.md, sandbox).
+Result<void> checkVmBackend(const SandboxLimitsSpec& s, const Where& w) {
+  const uint64_t vm_memory = s.vm_memory_bytes.value_or(kVmDefaultMemoryBytes);
+  if (s.memory_bytes && *s.memory_bytes > vm_memory)
+    return w.key("memory").error("larger than the VM (sandbox.vm.memory " + std::to_string(vm_memory >> 20) + "M)");
+  if (s.workspace_bytes && *s.workspace_bytes < kVmMinWorkspaceBytes)
+    return w.key("workspace_size").error("the VM's workspace disk needs at least 8M (an ext4 image)");
+  return {};
+}
+
 Result<SandboxLimitsSpec> parseSandbox(const Json& obj, const Where& w) {
   RETURN_IF_ERROR(onlyKeys(obj, w, {"memory", "pids", "cpu_time", "file_size", "tmp_size", "workspace_size",
-                                    "allow_weaker"}));
+                                    "allow_weaker", "backend", "vm"}));
   SandboxLimitsSpec s;
+  if (const Json* b = field(obj, "backend")) {
+    ASSIGN_OR_RETURN(s.backend, string(*b, w.key("backend")));
+    if (s.backend != "namespace" && s.backend != "vm") return w.key("backend").error("must be namespace or vm");
+  }
+  if (const Json* v = field(obj, "vm")) {
+    if (s.backend != "vm") return w.key("vm").error("only with backend vm");
+    RETURN_IF_ERROR(parseVm(*v, w.key("vm"), s));
+  }
   RETURN_IF_ERROR(readOptional(obj, w, "memory", s.memory_bytes, sizeIn(kSandboxBytes)));
   RETURN_IF_ERROR(readOptional(obj, w, "pids", s.pids, integerIn(kSandboxPids)));
   RETURN_IF_ERROR(readOptional(obj, w, "cpu_time", s.cpu_time, durationIn(kSandboxCpuMs)));
@@ -180,6 +209,9 @@ Result<SandboxLimitsSpec> parseSandbox(const Json& obj, const Where& w) {
   RETURN_IF_ERROR(readOptional(obj, w, "tmp_size", s.tmp_bytes, sizeIn(kSandboxBytes)));
   RETURN_IF_ERROR(readOptional(obj, w, "workspace_size", s.workspace_bytes, sizeIn(kSandboxBytes)));
   RETURN_IF_ERROR(readOptional(obj, w, "allow_weaker", s.allow_weaker, listOf(limitName)));
+  for (size_t i = 0; i < s.allow_weaker.size(); ++i)
+    if (s.allow_weaker[i] == "kvm" && s.backend != "vm") return w.key("allow_weaker").at(i).error("kvm only with backend vm");
+  if (s.backend == "vm") RETURN_IF_ERROR(checkVmBackend(s, w));
   return s;
 }
 
@@ -264,6 +296,15 @@ Result<std::vector<CredentialSpec>> parseCredentials(const Json& arr, const Wher
   return out;
 }
 
+Result<void> checkVmRun(const Manifest& m, const Where& root) {
+  if (m.sandbox.backend != "vm") return {};
+  // The VM relays exec's --net proxy, but run's proxy (its trace entries, leases per
+  // command) is not wired to it yet: refused, never run without the grants it asks for.
+  if (!m.network.allow.empty()) return root.key("network").key("allow").error("not available with sandbox.backend vm yet");
+  if (!m.credentials.empty()) return root.key("credentials").error("not available with sandbox.backend vm yet");
+  return {};
+}
+
 }  // namespace
 
 Result<Manifest> parseManifest(std::string_view bytes) {
@@ -289,6 +330,7 @@ Result<Manifest> parseManifest(std::string_view bytes) {
   RETURN_IF_ERROR(readOptional(doc, root, "credentials", m.credentials, parseCredentials));
   RETURN_IF_ERROR(readOptional(doc, root, "budgets", m.budgets, parseBudgets));
   RETURN_IF_ERROR(readOptional(doc, root, "sandbox", m.sandbox, parseSandbox));
+  RETURN_IF_ERROR(checkVmRun(m, root));
   return m;
 }
 

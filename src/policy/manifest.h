@@ -54,7 +54,12 @@ struct SandboxLimitsSpec {
   std::optional<uint64_t> file_size_bytes;
   std::optional<uint64_t> tmp_bytes;
   std::optional<uint64_t> workspace_bytes;
-  std::vector<std::string> allow_weaker;    // limit names, as `exec --allow-weaker`
+  std::vector<std::string> allow_weaker;    // limit names, as `exec --allow-weaker` ("kvm" only with backend vm)
+  // What runs each command: "namespace" (the default) or "vm" (`exec --backend vm`), and the
+  // VM's size (`--vm-memory`, `--vm-cpus`; only with "vm", absent: the VM backend's default).
+  std::string backend = "namespace";
+  std::optional<uint64_t> vm_memory_bytes;
+  std::optional<uint32_t> vm_cpus;
 
   friend bool operator==(const SandboxLimitsSpec&, const SandboxLimitsSpec&) = default;
 };

@@ -47,6 +47,14 @@ Json sandbox(const SandboxLimitsSpec& s) {
   if (s.tmp_bytes) j["tmp_size"] = *s.tmp_bytes;
   if (s.workspace_bytes) j["workspace_size"] = *s.workspace_bytes;
   j["allow_weaker"] = s.allow_weaker;
+  // Only when chosen, so a namespace manifest's canonical form is what it always was.
+  if (s.backend != "namespace") {
+    j["backend"] = s.backend;
+    Json vm = Json::object();
+    if (s.vm_memory_bytes) vm["memory"] = *s.vm_memory_bytes;
+    if (s.vm_cpus) vm["cpus"] = *s.vm_cpus;
+    j["vm"] = vm;
+  }
   return j;
 }
 

@@ -93,6 +93,11 @@ inline constexpr Range kModelTimeoutMs{1'000, 600'000};
 inline constexpr Range kSandboxBytes{1, 1ull << 40};
 inline constexpr Range kSandboxPids{1, 1ull << 20};
 inline constexpr Range kSandboxCpuMs{1'000, 24ull * 3'600'000};
+// The VM backend's ranges (vm/vm_options.h, spelled out again: policy/ cannot link vm/).
+inline constexpr Range kVmMemoryBytes{128ull << 20, 64ull << 30};
+inline constexpr Range kVmCpus{1, 64};
+inline constexpr uint64_t kVmDefaultMemoryBytes = 512ull << 20;
+inline constexpr uint64_t kVmMinWorkspaceBytes = 8ull << 20;
 
 // Reads the budgets keys present in obj (unknown keys already refused) into b: the shared
 // field rules of a manifest's "budgets" and a spawn scope's "budgets". present[i] says

@@ -755,3 +755,53 @@ TEST(ParseManifestLiteralArgs, BadShapesAreRefused) {
 
 }  // namespace
 }  // namespace corral::policy
+
+namespace corral::policy {
+namespace {
+
+TEST(ParseManifestVmBackend, ParsesRoundTripsAndKeepsNamespaceCanonicalUnchanged) {
+  Json j = minimal();
+  j["sandbox"] = {{"backend", "vm"}, {"vm", {{"memory", "256M"}, {"cpus", 2}}}, {"allow_weaker", {"kvm", "memory"}}, {"memory", "128M"}};
+  auto m = parse(j);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->sandbox.backend, "vm");
+  EXPECT_EQ(m->sandbox.vm_memory_bytes, 256ull << 20);
+  EXPECT_EQ(m->sandbox.vm_cpus, 2u);
+  const std::string canon = manifestToCanonicalJson(*m);
+  EXPECT_NE(canon.find(R"("backend":"vm")"), std::string::npos) << canon;
+  auto again = parseManifest(canon);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(*again, *m);
+  // Control: a manifest without the field has no backend in its canonical form, and an
+  // explicit "namespace" is the same manifest.
+  auto plain = parse(minimal());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(manifestToCanonicalJson(*plain).find("backend"), std::string::npos);
+  Json ns = minimal();
+  ns["sandbox"] = {{"backend", "namespace"}};
+  auto nsm = parse(ns);
+  ASSERT_TRUE(nsm.ok()) << nsm.error().message();
+  EXPECT_EQ(*nsm, *plain);
+}
+
+TEST(ParseManifestVmBackend, WhatTheVmCannotHonourIsRefusedAtLoad) {
+  refuseWith("/sandbox", {{"backend", "kvm"}}, "sandbox.backend: must be namespace or vm");
+  refuseWith("/sandbox", {{"vm", {{"cpus", 1}}}}, "sandbox.vm: only with backend vm");
+  refuseWith("/sandbox", {{"allow_weaker", {"kvm"}}}, "sandbox.allow_weaker[0]: kvm only with backend vm");
+  refuseWith("/sandbox", {{"backend", "vm"}, {"vm", {{"memory", "64M"}}}}, "sandbox.vm.memory");
+  refuseWith("/sandbox", {{"backend", "vm"}, {"vm", {{"cpus", 65}}}}, "sandbox.vm.cpus");
+  refuseWith("/sandbox", {{"backend", "vm"}, {"vm", {{"disk", 1}}}}, "sandbox.vm|unknown field");
+  refuseWith("/sandbox", {{"backend", "vm"}, {"memory", "1G"}}, "sandbox.memory: larger than the VM (sandbox.vm.memory 512M)");
+  refuseWith("/sandbox", {{"backend", "vm"}, {"workspace_size", "4M"}}, "sandbox.workspace_size: the VM's workspace disk needs at least 8M");
+  Json net = minimal();
+  net["sandbox"] = {{"backend", "vm"}};
+  net["network"] = {{"allow", {"https://pypi.org"}}};
+  expectRefused(parse(net), "network.allow: not available with sandbox.backend vm", "vm + network");
+  Json cred = minimal();
+  cred["sandbox"] = {{"backend", "vm"}};
+  cred["credentials"] = Json::array({{{"name", "gh"}, {"env", "GH_TOKEN"}, {"url", "https://api.github.com"}}});
+  expectRefused(parse(cred), "credentials: not available with sandbox.backend vm", "vm + credentials");
+}
+
+}  // namespace
+}  // namespace corral::policy
