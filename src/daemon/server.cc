@@ -23,6 +23,7 @@
 #include "daemon/fd_stream.h"
 #include "daemon/request_target.h"
 #include "daemon/unix_address.h"
+#include "daemon/warm_pool.h"
 
 namespace corral::daemon {
 namespace {
@@ -172,6 +173,8 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
         return;
       }
     }
+    // A warm create's refill starts once its answer is out (warm_pool.h).
+    WarmPool::DeferWakes defer_pool_wakes;
     ApiResponse res = ok ? route(req, ctx) : errorResponse(400, "invalid_path", "the path must be /v1/... without a query, '%' or empty parts");
     // An upload refused before its body was read: take up to kMaxBodyBytes of it first, so a
     // client still sending a small body reads the answer instead of a broken pipe.

@@ -229,10 +229,11 @@ Result<std::optional<Json>> Sessions::claim(const Peer& peer, const std::string&
     ASSIGN_OR_RETURN(auto got, store_.claimPoolMember(key, row));
     if (!got) return std::optional<Json>();
     SessionRow s = std::move(*got);
-    // Refilled in the background, once this create is answered (or failed).
+    // Refilled in the background, once this create is answered (or failed): after the
+    // response is written when the server defers it (WarmPool::DeferWakes).
     struct Wake {
       WarmPool* pool;
-      ~Wake() { pool->wake(); }
+      ~Wake() { pool->wakeAfterResponse(); }
     } wake{pool_};
     // A member whose sandbox died while it waited (OOM, a kill from outside) is never handed
     // out. Its shim and init by pid and start time (a reused pid fails), not a round trip to

@@ -243,12 +243,12 @@ Result<std::optional<SessionRow>> Store::claimPoolMember(const std::string& pool
   // never a row in between; the pool key is cleared in the same write.
   ASSIGN_OR_RETURN(auto rows, db_.query("UPDATE sessions SET pool='', state=?, name=COALESCE(NULLIF(?, ''), id), owner_uid=?, spec=?, expires_at=?, created_at=?"
                                         " WHERE id=(SELECT id FROM sessions WHERE pool=? AND state='pooled'"
-                                        " ORDER BY created_at, id LIMIT 1) RETURNING id",
+                                        " ORDER BY created_at, id LIMIT 1) RETURNING id, name, owner_uid, state, secret, spec,"
+                                        " shim_pid, shim_start, init_pid, init_start, created_at, expires_at, pool",
                                         {as.state, as.name, as.owner_uid, as.spec, as.expires_at, now(), pool}));
+  // The claimed row from the same statement (the columns of kSessionCols): no second read.
   if (rows.empty()) return std::optional<SessionRow>();
-  ASSIGN_OR_RETURN(auto got, db_.query(std::string(kSessionCols) + " WHERE id=?", {asText(rows[0][0])}));
-  if (got.empty()) return std::optional<SessionRow>();
-  return std::optional<SessionRow>(sessionOf(got[0]));
+  return std::optional<SessionRow>(sessionOf(rows[0]));
 }
 
 Result<bool> Store::setPoolMemberReady(const std::string& id) {

@@ -14,6 +14,10 @@ namespace {
 
 constexpr auto kMaxBackoff = std::chrono::seconds(60);
 
+// This thread's DeferWakes depth, and the pools whose wake it holds (nullptr: none).
+thread_local int t_defer_depth = 0;
+thread_local WarmPool* t_deferred[4] = {};
+
 }  // namespace
 
 std::optional<std::string> WarmPool::keyOf(const SessionSpec& spec, int64_t owner) {
@@ -93,6 +97,28 @@ void WarmPool::wake() {
   std::lock_guard lock(mu_);
   woken_ = true;
   cv_.notify_all();
+}
+
+void WarmPool::wakeAfterResponse() {
+  if (t_defer_depth == 0) return wake();
+  for (WarmPool*& slot : t_deferred) {
+    if (slot == this) return;
+    if (!slot) {
+      slot = this;
+      return;
+    }
+  }
+  wake();  // no slot left: at once rather than never
+}
+
+WarmPool::DeferWakes::DeferWakes() { ++t_defer_depth; }
+
+WarmPool::DeferWakes::~DeferWakes() {
+  if (--t_defer_depth > 0) return;
+  for (WarmPool*& slot : t_deferred) {
+    if (slot) slot->wake();
+    slot = nullptr;
+  }
 }
 
 void WarmPool::run() {

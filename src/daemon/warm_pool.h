@@ -39,6 +39,17 @@ class WarmPool {
   int64_t warmExcept(int64_t owner, const std::string& name);
   // A member was claimed or drained: the filler looks again.
   void wake();
+  // A claim's wake-up of the filler, held until the create's response is written when a
+  // DeferWakes is alive on this thread (the server's, around one request): the filler's fork
+  // of the next member must not take the core the answer is waiting for.
+  void wakeAfterResponse();
+  class DeferWakes {
+   public:
+    DeferWakes();
+    ~DeferWakes();  // the wakes held meanwhile happen here
+    DeferWakes(const DeferWakes&) = delete;
+    DeferWakes& operator=(const DeferWakes&) = delete;
+  };
   // Fills one member at a time, destroys drained ones, backs off after failures. Its own thread.
   [[noreturn]] void run();
   // GET /v1/pool: the default pool and the peer's profiles' pools (root: all).
