@@ -44,6 +44,7 @@ class Sandbox {
     if (::pipe2(out, O_CLOEXEC) != 0) return sysError("pipe");
     UniqueFd out_r(out[0]), out_w(out[1]);
     std::vector<char*> a;
+    a.reserve(argv.size() + 1);
     for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
     const pid_t pid = ::fork();

@@ -82,6 +82,7 @@ Ran runCommand(const std::vector<std::string>& argv, const std::string& body_pat
     ::setenv("CORRAL_MARKET_BODY", body_path.c_str(), 1);
     if (!result_path.empty()) ::setenv("CORRAL_MARKET_RESULT", result_path.c_str(), 1);
     std::vector<char*> a;
+    a.reserve(argv.size() + 1);
     for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
     ::execvp(a[0], a.data());
