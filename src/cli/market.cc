@@ -31,6 +31,10 @@ constexpr char kUsage[] =
     "  post --title T --max-price CENTS --body-file F [--model NAME] [--category C] [--deadline UNIX]\n"
     "  buyer --watch [--once]    release task keys to accepted runner and judge keys\n"
     "  tasks | result TASK       list tasks; decrypt a result locally\n"
+    "  seller|judge [--once] [--timeout D] [--memory S] [--workspace DIR] [--wait-seconds N] -- CMD [ARGS...]\n"
+    "                            run each claimed (or reviewed) task in its own corral exec sandbox whose\n"
+    "                            runner key is born inside it; CMD reads the task on stdin (seller: its stdout\n"
+    "                            is the answer; judge: $CORRAL_MARKET_BODY, $CORRAL_MARKET_RESULT, prints a code)\n"
     "  ledger show|check --db URL\n"
     "  audit verify|head --db URL [--trusted-head HEX]   the hash-chained audit trail\n"
     "  agent commands: --server URL --key-file FILE (or CORRAL_MARKET_SERVER, CORRAL_MARKET_KEY_FILE)\n"
@@ -162,8 +166,8 @@ int marketMain(const std::vector<std::string>& args) {
   if (sub == "audit") return auditMain(rest);
   if (sub == "admin") return marketAdminMain(rest);
   if (sub == "post" || sub == "buyer" || sub == "tasks" || sub == "result") return marketAgentMain(sub, rest);
-  if (sub == "seller" || sub == "judge")
-    return marketFail(sub, "the seller and judge runners come in a later issue; scripted agents use the HTTP API", false);
+  if (sub == "seller" || sub == "judge") return marketRunnerMain(sub, rest);
+  if (sub == "sandbox-runner") return marketSandboxMain(rest);
   return marketFail("?", "unknown market command " + optionName(sub) + " (try corral market --help)", false);
 }
 

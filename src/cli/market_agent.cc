@@ -25,34 +25,9 @@ using nlohmann::json;
 namespace mc = market::client;
 namespace keys = market::keys;
 
-struct Session {
-  mc::Identity id;
-  std::string key_dir;  // FILE.keys/: the task keys this buyer made
-  mc::Http http;
-};
-
-Result<Session> session(const MarketFlags& f) {
-  std::string server = f.get("--server");
-  std::string key_file = f.get("--key-file");
-  if (server.empty() && std::getenv("CORRAL_MARKET_SERVER")) server = std::getenv("CORRAL_MARKET_SERVER");
-  if (key_file.empty() && std::getenv("CORRAL_MARKET_KEY_FILE")) key_file = std::getenv("CORRAL_MARKET_KEY_FILE");
-  if (server.empty()) return Error(Errc::kInvalidArgument, "missing --server URL (or CORRAL_MARKET_SERVER)");
-  if (key_file.empty()) return Error(Errc::kInvalidArgument, "missing --key-file FILE (or CORRAL_MARKET_KEY_FILE)");
-  while (!server.empty() && server.back() == '/') server.pop_back();
-  ASSIGN_OR_RETURN(mc::Identity id, mc::readIdentity(key_file));
-  std::string api_key = id.api_key;
-  return Session{std::move(id), key_file + ".keys", mc::Http(server, api_key)};
-}
-
-Result<json> ok(Result<mc::Response> r) {
-  if (!r) return r.error();
-  if (r->status >= 400) {
-    std::string msg = "refused";
-    if (r->body.contains("error") && r->body["error"].contains("message")) msg = r->body["error"]["message"].get<std::string>();
-    return Error(Errc::kRefused, "server said " + std::to_string(r->status) + ": " + msg);
-  }
-  return r->body;
-}
+using Session = MarketSession;
+Result<Session> session(const MarketFlags& f) { return marketSession(f); }
+Result<json> ok(Result<mc::Response> r) { return marketOk(std::move(r)); }
 
 Result<std::string> readBodyFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -188,6 +163,29 @@ int result(const MarketFlags& f, bool as_json) {
 }
 
 }  // namespace
+
+Result<MarketSession> marketSession(const MarketFlags& f) {
+  std::string server = f.get("--server");
+  std::string key_file = f.get("--key-file");
+  if (server.empty() && std::getenv("CORRAL_MARKET_SERVER")) server = std::getenv("CORRAL_MARKET_SERVER");
+  if (key_file.empty() && std::getenv("CORRAL_MARKET_KEY_FILE")) key_file = std::getenv("CORRAL_MARKET_KEY_FILE");
+  if (server.empty()) return Error(Errc::kInvalidArgument, "missing --server URL (or CORRAL_MARKET_SERVER)");
+  if (key_file.empty()) return Error(Errc::kInvalidArgument, "missing --key-file FILE (or CORRAL_MARKET_KEY_FILE)");
+  while (!server.empty() && server.back() == '/') server.pop_back();
+  ASSIGN_OR_RETURN(mc::Identity id, mc::readIdentity(key_file));
+  std::string api_key = id.api_key;
+  return MarketSession{std::move(id), key_file + ".keys", mc::Http(server, api_key)};
+}
+
+Result<json> marketOk(Result<mc::Response> r) {
+  if (!r) return r.error();
+  if (r->status >= 400) {
+    std::string msg = "refused";
+    if (r->body.contains("error") && r->body["error"].contains("message")) msg = r->body["error"]["message"].get<std::string>();
+    return Error(Errc::kRefused, "server said " + std::to_string(r->status) + ": " + msg);
+  }
+  return r->body;
+}
 
 int marketAgentMain(const std::string& sub, const std::vector<std::string>& args) {
   auto f = parseMarketFlags(args,

@@ -63,6 +63,7 @@ struct Task {
   int64_t max_price = 0, deadline = 0, claim_deadline = 0, price = 0, fee = 0;
   // Sealed material; views decide who sees which.
   std::string body_ct, runner_key, key_wrap, result_ct, result_key_wrap, judge_key, judge_wrap;
+  std::string buyer_key;  // the buyer's public key (agents.public_key), for sealing R to it
 };
 
 enum class Verdict { kAccept, kReject, kDefer };

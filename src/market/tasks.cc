@@ -11,7 +11,8 @@ namespace {
 
 constexpr const char* kTaskColumns =
     "id, buyer, title, category, model, state, outcome, seller, judge, verdict, reason, max_price, deadline,"
-    " claim_deadline, price, fee, body_ct, runner_key, key_wrap, result_ct, result_key_wrap, judge_key, judge_wrap";
+    " claim_deadline, price, fee, body_ct, runner_key, key_wrap, result_ct, result_key_wrap, judge_key, judge_wrap,"
+    " (SELECT a.public_key FROM agents a WHERE a.id = tasks.buyer)";
 
 Task taskFrom(const Rows& r, size_t i) {
   Task t;
@@ -26,6 +27,7 @@ Task taskFrom(const Rows& r, size_t i) {
   // cppcheck-suppress constVariable ; written through, field by field
   std::string* const sealed[] = {&t.body_ct, &t.runner_key, &t.key_wrap, &t.result_ct, &t.result_key_wrap, &t.judge_key, &t.judge_wrap};
   for (std::string* s : sealed) *s = r.text(i, c++);
+  t.buyer_key = r.text(i, c++);
   return t;
 }
 

@@ -36,6 +36,7 @@ nlohmann::json taskView(const Task& t, const Agent& viewer) {
   } else if (!t.seller.empty() && viewer.id == t.seller && t.state == "claimed") {
     putIf(j, "body_ct", t.body_ct);
     putIf(j, "key_wrap", t.key_wrap);
+    putIf(j, "buyer_key", t.buyer_key);
     j["claim_deadline"] = t.claim_deadline;
   } else if (!t.judge.empty() && viewer.id == t.judge && t.state == "reviewing") {
     putIf(j, "body_ct", t.body_ct);
