@@ -514,9 +514,7 @@ Result<RestoreNonce> restoreAndReseed(int qmp_listener, int snap_fd, int ctl, st
   rs.skip_reseed = skip && std::string_view(skip) == "1";
   ASSIGN_OR_RETURN(rs.seed_hex, hostRandomHex(32));
   ASSIGN_OR_RETURN(rs.nonce_hex, hostRandomHex(16));
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  rs.time_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+  rs.time_ns = protocol::realtimeNs();
   std::string payload = protocol::encodeReseed(rs);
   const bool sent = sendFrame(ctl, frame::Type::kReseed, payload);
   ::explicit_bzero(payload.data(), payload.size());

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Sessions on the VM backend, end to end: a real daemon, one real guest (QEMU under TCG here,
 # booted or restored ONCE for the whole script), the corral CLI and raw HTTP over the socket.
-# Usage: vm_session_test.py CORRAL [commands|confined|files|refused|lifecycle]  (exit 77: no VM here, skipped)
+# Usage: vm_session_test.py CORRAL [commands|confined|files|refused|lifecycle|clock]  (exit 77: no VM here, skipped)
 import http.client
 import json
 import os
@@ -143,6 +143,29 @@ def main():
             check("refused.vm_without_backend_400", st == 400, f"{st} {body[:200]}")
             r = cli("create", "--vm-memory", "256M")
             check("refused.cli_vm_option_without_backend", r.returncode != 0 and "--backend vm" in r.stderr, r.stderr)
+        if on("clock"):
+            # The guest's clock is the host's, cold (microvm has no RTC: the request carries the
+            # host's time) and restored (the reseed and the request carry it): date and a new
+            # file's mtime within a few seconds of the host's, both ways.
+            for mode, extra in (("cold", ["--vm-cold"]), ("restore", [])):
+                ws, rep = os.path.join(tmp, "ws-" + mode), os.path.join(tmp, "report-" + mode + ".json")
+                os.mkdir(ws)
+                os.chmod(ws, 0o777)
+                before = time.time()
+                r = subprocess.run([CORRAL, "exec", "--backend", "vm", "--allow-weaker", "kvm", *extra, "--workspace", ws,
+                                    "--report", rep, "--", "sh", "-c", "date +%s; touch /workspace/t; stat -c %Y /workspace/t"],
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+                after = time.time()
+                try:
+                    start = json.load(open(rep))["vm"].get("start")
+                except (OSError, ValueError, KeyError):
+                    start = None
+                nums = [int(x) for x in r.stdout.split() if x.isdigit()]
+                check(f"clock.exec_{mode}.started_{mode}", r.returncode == 0 and start == mode, f"{r.returncode} start={start} {r.stderr[-300:]}")
+                check(f"clock.exec_{mode}.date_is_the_hosts", len(nums) == 2 and before - 5 <= nums[0] <= after + 5,
+                      f"guest={nums} host={before:.0f}..{after:.0f}")
+                check(f"clock.exec_{mode}.mtime_is_the_hosts", len(nums) == 2 and before - 5 <= nums[1] <= after + 5,
+                      f"guest={nums} host={before:.0f}..{after:.0f}")
         t0 = time.monotonic()
         r = cli("create", "--backend", "vm", "--allow-weaker", "kvm", "--vm-memory", "512M", "--json")
         create_s = time.monotonic() - t0
@@ -166,6 +189,14 @@ def main():
                 [CORRAL, "session", "exec", sid, "--", "sh", "-c", "cat; echo done"], env=env, input="piped-in\n",
                 capture_output=True, text=True, timeout=120)
             check("stdin", r.returncode == 0 and r.stdout == "piped-in\ndone\n", repr((r.returncode, r.stdout, r.stderr)))
+        if on("clock"):
+            before = time.time()
+            r = cli("exec", sid, "--", "sh", "-c", "date +%s; touch /workspace/t; stat -c %Y /workspace/t")
+            after = time.time()
+            nums = [int(x) for x in r.stdout.split() if x.isdigit()]
+            check("clock.session.date_and_mtime_are_the_hosts",
+                  r.returncode == 0 and len(nums) == 2 and all(before - 5 <= n <= after + 5 for n in nums),
+                  f"guest={nums} host={before:.0f}..{after:.0f} {r.stderr[-300:]}")
         if on("confined"):
             # The command is confined inside the guest as a namespace session's is: not root, no
             # capabilities, no_new_privs, a seccomp filter; and an attempt to use root fails.
