@@ -110,10 +110,15 @@ bool Sessions::alive(const std::string& id) {
   return callShim(**row, {{"op", "hello"}, {"secret", (*row)->secret}}).ok();
 }
 
+namespace {
+bool vmBacked(const SessionRow& s);
+}  // namespace
+
 Json Sessions::sessionJson(const SessionRow& s) {
   Json j = {{"id", s.id}, {"name", s.name}, {"state", s.state}, {"owner_uid", s.owner_uid}, {"created_at", s.created_at}};
   // Which freezer pause uses for it: none when this daemon has none, or its init is not in one.
   j["freezer"] = freezer_.usable && !freezerState(freezer_, s.id).empty() ? freezer_.name() : "none";
+  j["backend"] = vmBacked(s) ? "vm" : "namespace";
   if (s.expires_at) j["expires_at_ms"] = s.expires_at;
   if (auto spec = parseJson(s.spec); spec && spec->is_object()) {
     for (const char* key : {"limits", "net", "allow", "allow_internal", "ro_binds", "credentials", "ssh_key", "profile", "profile_version"})

@@ -175,6 +175,8 @@ def main():
         sid = json.loads(r.stdout)["id"]
         print(f"info create_s={create_s:.1f}", flush=True)
         if on("commands"):
+            st, body = api(sock, "GET", f"/v1/sessions/{sid}")
+            check("show.backend_vm", st == 200 and json.loads(body).get("backend") == "vm", f"{st} {body[:200]}")
             t0 = time.monotonic()
             r = cli("exec", sid, "--", "sh", "-c", "echo one > /workspace/a; echo to-err >&2; exit 7")
             print(f"info exec_s={time.monotonic() - t0:.2f}", flush=True)
