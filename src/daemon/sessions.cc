@@ -110,10 +110,15 @@ bool Sessions::alive(const std::string& id) {
   return callShim(**row, {{"op", "hello"}, {"secret", (*row)->secret}}).ok();
 }
 
+namespace {
+bool vmBacked(const SessionRow& s);
+}  // namespace
+
 Json Sessions::sessionJson(const SessionRow& s) {
   Json j = {{"id", s.id}, {"name", s.name}, {"state", s.state}, {"owner_uid", s.owner_uid}, {"created_at", s.created_at}};
   // Which freezer pause uses for it: none when this daemon has none, or its init is not in one.
   j["freezer"] = freezer_.usable && !freezerState(freezer_, s.id).empty() ? freezer_.name() : "none";
+  j["backend"] = vmBacked(s) ? "vm" : "namespace";
   if (s.expires_at) j["expires_at_ms"] = s.expires_at;
   if (auto spec = parseJson(s.spec); spec && spec->is_object()) {
     for (const char* key : {"limits", "net", "allow", "allow_internal", "ro_binds", "credentials", "ssh_key", "profile", "profile_version"})
@@ -617,7 +622,7 @@ Result<bool> Sessions::closeCommandIoInShim(const Peer& peer, const std::string&
 
 Result<Json> Sessions::pause(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
-  if (vmBacked(s)) return notOnVm("pause");
+  if (vmBacked(s)) return pauseVm(peer, s, true);
   if (!freezer_.usable) return Error(Errc::kUnsupported, "pause: " + freezer_.description);
   if (s.state == "paused") return Json{{"id", id}, {"state", "paused"}};
   if (s.state != "running") return Error(kConflict, "session " + id + " is " + s.state);
@@ -631,7 +636,7 @@ Result<Json> Sessions::pause(const Peer& peer, const std::string& id) {
 
 Result<Json> Sessions::resume(const Peer& peer, const std::string& id) {
   ASSIGN_OR_RETURN(SessionRow s, owned(peer, id));
-  if (vmBacked(s)) return notOnVm("resume");
+  if (vmBacked(s)) return pauseVm(peer, s, false);
   if (!freezer_.usable) return Error(Errc::kUnsupported, "resume: " + freezer_.description);
   if (s.state == "running") return Json{{"id", id}, {"state", "running"}};
   if (s.state != "paused") return Error(kConflict, "session " + id + " is " + s.state);
@@ -640,6 +645,21 @@ Result<Json> Sessions::resume(const Peer& peer, const std::string& id) {
   audit_.append("session_resumed", peer, {{"session", id}});
   log::info("session_resumed", "session=" + id + " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
   return Json{{"id", id}, {"state", "running"}};
+}
+
+// A VM session: QMP stop or cont in its shim (shim_vm.h); the store follows what QEMU says.
+Result<Json> Sessions::pauseVm(const Peer& peer, const SessionRow& s, bool pause) {
+  const std::string want = pause ? "paused" : "running";
+  if (s.state == want) return Json{{"id", s.id}, {"state", want}};
+  if (s.state != (pause ? "running" : "paused")) return Error(kConflict, "session " + s.id + " is " + s.state);
+  ASSIGN_OR_RETURN(Json r, callShim(s, {{"op", pause ? "vm_pause" : "vm_resume"}}));
+  if (r.contains("error")) return Error(Errc::kIo, r["error"].is_string() ? r["error"].get<std::string>() : "the VM's monitor refused");
+  if (!r["running"].is_boolean() || r["running"].get<bool>() == pause) return Error(Errc::kIo, "session " + s.id + ": the VM did not " + (pause ? "stop" : "continue"));
+  RETURN_IF_ERROR(store_.setSessionState(s.id, want));
+  const char* event = pause ? "session_paused" : "session_resumed";
+  audit_.append(event, peer, {{"session", s.id}});
+  log::info(event, "session=" + s.id + " backend=vm peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
+  return Json{{"id", s.id}, {"state", want}};
 }
 
 void Sessions::collectLeaseUses(const SessionRow& s) {
@@ -794,9 +814,14 @@ void Sessions::reconcileOne(const SessionRow& s) {
     (void)store_.setSessionState(s.id, "running");
     log::info("reconcile_create_completed", "session=" + s.id + " shim_pid=" + std::to_string(p.shim_pid));
   } else {
-    // A pause or resume cut short between the freezer and the store: the freezer says what is.
+    // A pause or resume cut short between the freezer and the store: the freezer says what is
+    // (a VM session's QEMU, asked through its shim; no answer: the store's word stands).
     const std::string frozen = freezerState(freezer_, s.id);
-    const std::string state = frozen == "FROZEN" || frozen == "FREEZING" ? "paused" : "running";
+    std::string state = frozen == "FROZEN" || frozen == "FREEZING" ? "paused" : "running";
+    if (vmBacked(s)) {
+      auto r = link->call({{"op", "vm_state"}});
+      state = r && (*r)["running"].is_boolean() ? ((*r)["running"].get<bool>() ? "running" : "paused") : s.state;
+    }
     if (state != s.state) (void)store_.setSessionState(s.id, state);
     if (frozen == "FREEZING") (void)freezerSet(freezer_, s.id, true);
     log::info("session_adopted", "session=" + s.id + " shim_pid=" + std::to_string(s.shim_pid) + " state=" + state);

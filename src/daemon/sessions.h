@@ -116,6 +116,8 @@ class Sessions {
   void stopAll();
 
  private:
+  // pause/resume of a VM session: QMP stop/cont through its shim.
+  Result<Json> pauseVm(const Peer& peer, const SessionRow& s, bool pause);
   struct Link {
     std::mutex mu;
     std::optional<ShimLink> link;

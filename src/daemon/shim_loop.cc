@@ -297,7 +297,8 @@ Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop, int
     if (!rotated) return {{"ok", false}, {"error", "rotate_lease: " + rotated.error().message()}};
     return {{"ok", true}};
   }
-  if (name == "file_get" || name == "file_put") {  // a VM session's files API (shim_vm.h)
+  // A VM session's files API and its pause, resume and state (QMP: shim_vm.h).
+  if (name == "file_get" || name == "file_put" || name == "vm_pause" || name == "vm_resume" || name == "vm_state") {
     if (cfg_.files < 0) return {{"ok", false}, {"error", name + ": only on a VM session"}};
     Json fwd = req;
     fwd.erase("op");

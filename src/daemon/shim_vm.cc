@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <thread>
 
@@ -44,6 +45,16 @@ bool writeAll(int fd, std::string_view data) {
 }  // namespace
 
 bool VmBridge::send(frame::Type t, std::string_view payload) { return writeAll(control_, frame::encode(t, payload)); }
+
+bool VmBridge::sendClock() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const auto sec = static_cast<uint64_t>(now.tv_sec);
+  std::string payload;
+  for (uint32_t v : {0u, static_cast<uint32_t>(sec >> 32), static_cast<uint32_t>(sec), static_cast<uint32_t>(now.tv_nsec)})
+    frame::putU32(payload, v);
+  return send(frame::Type::kClock, payload);
+}
 
 void VmBridge::fileAnswer(uint64_t seq, Json j) {
   j["seq"] = seq;
@@ -134,6 +145,13 @@ bool VmBridge::fileRequest() {
   auto j = parseJson(buf);
   if (!j || !j->is_object() || !(*j)["seq"].is_number_unsigned()) return true;
   const uint64_t seq = (*j)["seq"].get<uint64_t>();
+  if ((*j)["op"] == "vm_pause" || (*j)["op"] == "vm_resume" || (*j)["op"] == "vm_state") {
+    const std::string op = (*j)["op"].get<std::string>();
+    Json a = vm_op_ ? vm_op_(op) : Json{{"status", 422}, {"error", op + ": no monitor"}};
+    if (op == "vm_resume" && !a.contains("error") && !sendClock()) return false;
+    fileAnswer(seq, std::move(a));
+    return true;
+  }
   const Json* path = j->contains("path") && (*j)["path"].is_string() ? &(*j)["path"] : nullptr;
   const bool get = (*j)["op"] == "file_get";
   if (!path) {
@@ -378,6 +396,15 @@ int runVmShim(int dir, int listen, const std::string& secret, int ready, int log
     return 125;
   }
   VmBridge bridge(guest.control(), [&guest] { guest.kill(); }, std::move(bridge_end), std::move(files_bridge), std::move(stop_dup));
+  // Pause and resume: QMP stop and cont on the session's QEMU (from the bridge's thread only).
+  bridge.onVmOp([&guest](const std::string& op) -> Json {
+    Result<void> r = op == "vm_pause" ? guest.pause() : op == "vm_resume" ? guest.resume() : Result<void>();
+    if (!r) return {{"status", 500}, {"error", op + ": " + r.error().message()}};
+    auto running = guest.running();
+    if (!running) return {{"status", 500}, {"error", op + ": " + running.error().message()}};
+    if (op != "vm_state") log::info("vm_session_" + op.substr(3), "running=" + std::string(*running ? "true" : "false"));
+    return {{"running", *running}};
+  });
   std::thread t([&bridge] { bridge.run(); });
   // The loop's "init" is the QEMU jailer: its pid and start time are what a restarted
   // daemon checks, and its pidfd ends the loop when the VM is gone.

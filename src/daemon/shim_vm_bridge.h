@@ -27,12 +27,17 @@ class VmBridge {
   // Until stop is readable, the loop's side closes, or the guest's channel ends or sends a
   // frame out of place: then kill() (the guest is untrusted).
   void run();
+  // A VM op from the loop ("vm_pause", "vm_resume", "vm_state"): the answer's fields
+  // ({"running"} or {"error", "status"}). Unset: refused. After a resume the bridge sends the
+  // guest the host's clock (frame kClock: the paused guest's stood still).
+  void onVmOp(std::function<Json(const std::string& op)> f) { vm_op_ = std::move(f); }
 
  private:
   struct Cmd {
     UniqueFd in, out, err;  // the loop's stdin read end, its stdout and stderr write ends
   };
   bool send(vm::frame::Type t, std::string_view payload);
+  bool sendClock();
   bool fromLoop();
   bool fileRequest();
   bool fileFrame(const vm::frame::Frame& f);
@@ -43,6 +48,7 @@ class VmBridge {
 
   int control_;
   std::function<void()> kill_;
+  std::function<Json(const std::string& op)> vm_op_;
   UniqueFd sock_, files_, stop_;
   std::map<uint32_t, Cmd> cmds_;
   struct FileReq {

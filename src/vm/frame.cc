@@ -18,6 +18,7 @@ bool validType(uint8_t type, Direction d) {
       case Type::kFileGet:
       case Type::kFilePut:
       case Type::kFileData:
+      case Type::kClock:
         return true;
       default:
         return false;

@@ -34,6 +34,7 @@ enum class Type : uint8_t {
   kFileGet = 'G',       // id (a file request's, not a command's), then JSON {"path"}: a workspace file's bytes
   kFilePut = 'P',       // id, then JSON {"path", "size"}: a workspace file written from the kFileData that follow
   kFileData = 'p',      // id, then bytes of the file being put
+  kClock = 'T',         // id 0, then the host's CLOCK_REALTIME: seconds (high, low 4 bytes), nanoseconds (after a resume)
   // guest -> host
   kHello = 'H',    // JSON: agent started (kernel release, guest devices, mounts)
   kStarted = 'S',  // empty: the command is about to be executed

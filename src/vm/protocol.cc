@@ -2,6 +2,7 @@
 // JSON payloads of the control protocol; every field checked for type and range on decode.
 #include "vm/protocol.h"
 
+#include <ctime>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +76,12 @@ constexpr size_t kMaxOutputs = 65536;
 
 }  // namespace
 
+uint64_t realtimeNs() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
 std::string encodeRequest(const sandbox::SandboxSpec& spec) {
   const sandbox::Limits& l = spec.limits;
   Json limits = {{"pids", l.pids},
@@ -89,11 +96,12 @@ std::string encodeRequest(const sandbox::SandboxSpec& spec) {
   for (sandbox::Limit w : l.allow_weaker) weaker.push_back(sandbox::limitName(w));
   limits["allow_weaker"] = weaker;
   Json j = {{"argv", spec.argv}, {"env", spec.env}, {"outputs", spec.outputs}, {"limits", limits},
-            {"net_proxy_port", spec.proxy.channel >= 0 ? Json(spec.proxy.port) : Json(nullptr)}};
+            {"net_proxy_port", spec.proxy.channel >= 0 ? Json(spec.proxy.port) : Json(nullptr)},
+            {"time_ns", realtimeNs()}};
   return j.dump();
 }
 
-Result<sandbox::SandboxSpec> decodeRequest(std::string_view text, bool* net_proxy) {
+Result<sandbox::SandboxSpec> decodeRequest(std::string_view text, bool* net_proxy, uint64_t* time_ns) {
   ASSIGN_OR_RETURN(Json j, parseObject(text, "request"));
   sandbox::SandboxSpec s;
   ASSIGN_OR_RETURN(s.argv, strings(j, "argv", 65536));
@@ -125,6 +133,8 @@ Result<sandbox::SandboxSpec> decodeRequest(std::string_view text, bool* net_prox
   if (port && *port == 0) return bad("request: net_proxy_port 0");
   if (port) s.proxy.port = static_cast<uint16_t>(*port);
   if (net_proxy) *net_proxy = port.has_value();
+  ASSIGN_OR_RETURN(uint64_t now, u64(j, "time_ns", UINT64_MAX));
+  if (time_ns) *time_ns = now;
   return s;
 }
 

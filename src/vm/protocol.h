@@ -16,10 +16,14 @@ namespace corral::vm::protocol {
 // the rest before anything starts).
 // With a proxy channel (--net proxy) the request carries the port the command's proxy
 // variables name ("net_proxy_port"); the guest then listens there and relays over corral.net.
+// Every request carries the host's CLOCK_REALTIME when it was encoded ("time_ns"): a cold
+// booted microvm has no RTC and would run at the epoch.
 std::string encodeRequest(const sandbox::SandboxSpec& spec);
 // Guest side. *net_proxy: whether the host relays --net proxy (spec.proxy.port is then set;
-// the channel is the guest's to make).
-Result<sandbox::SandboxSpec> decodeRequest(std::string_view json, bool* net_proxy = nullptr);
+// the channel is the guest's to make). *time_ns: the host's clock, for the guest to set.
+Result<sandbox::SandboxSpec> decodeRequest(std::string_view json, bool* net_proxy = nullptr, uint64_t* time_ns = nullptr);
+// The host's CLOCK_REALTIME in ns (what encodeRequest and a reseed carry).
+uint64_t realtimeNs();
 
 struct Hello {
   std::string kernel;                 // uname -r in the guest

@@ -57,6 +57,8 @@ constexpr uint64_t kQemuAddressSpaceBytes = 1ull << 30;
 // command's own --timeout the guest may take to report it.
 constexpr auto kBootDeadlineKvm = std::chrono::seconds(30);
 constexpr auto kBootDeadlineTcg = std::chrono::seconds(300);
+// A QMP stop, cont or query-status on a session's VM.
+constexpr auto kMonitorDeadline = std::chrono::seconds(10);
 constexpr auto kTimeoutGrace = std::chrono::seconds(10);
 
 double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
@@ -399,8 +401,7 @@ Result<uint64_t> makeSnapshot(const Images& im, const VmOptions& vm, const sandb
 
 // A restore: the stream goes to QEMU (started with -incoming defer) over QMP, and the VM runs
 // once it is loaded.
-Result<void> restoreSnapshot(int listener, int snap_fd, snapshot::Clock::time_point deadline) {
-  ASSIGN_OR_RETURN(snapshot::Qmp qmp, snapshot::Qmp::accept(listener, deadline));
+Result<void> restoreSnapshot(snapshot::Qmp& qmp, int snap_fd, snapshot::Clock::time_point deadline) {
   if (auto r = qmp.execute("getfd", QJson{{"fdname", "snap"}}, deadline, snap_fd); !r) return r.error();
   if (auto r = qmp.execute("migrate-incoming", QJson{{"uri", "fd:snap"}}, deadline); !r) return r.error();
   RETURN_IF_ERROR(qmp.waitMigration(deadline));
@@ -502,9 +503,9 @@ struct RestoreNonce {
 // A restore: the snapshot loaded into the waiting QEMU, then this restore's own seed and
 // nonce sent: the agent reseeds the kernel RNG with the seed and must echo the nonce before
 // anything else (ControlSession::expectRestore).
-Result<RestoreNonce> restoreAndReseed(int qmp_listener, int snap_fd, int ctl, std::chrono::seconds boot_deadline, Json& vmj, Json& timings) {
+Result<RestoreNonce> restoreAndReseed(snapshot::Qmp& qmp, int snap_fd, int ctl, std::chrono::seconds boot_deadline, Json& vmj, Json& timings) {
   const auto tr = Clock::now();
-  if (auto r = restoreSnapshot(qmp_listener, snap_fd, tr + boot_deadline); !r) {
+  if (auto r = restoreSnapshot(qmp, snap_fd, tr + boot_deadline); !r) {
     ::unlink(vmj["snapshot"]["path"].get<std::string>().c_str());
     return Error(Errc::kIo, "--backend vm: the snapshot restore failed: " + r.error().message() + " (--vm-cold boots without it)");
   }
@@ -514,9 +515,7 @@ Result<RestoreNonce> restoreAndReseed(int qmp_listener, int snap_fd, int ctl, st
   rs.skip_reseed = skip && std::string_view(skip) == "1";
   ASSIGN_OR_RETURN(rs.seed_hex, hostRandomHex(32));
   ASSIGN_OR_RETURN(rs.nonce_hex, hostRandomHex(16));
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  rs.time_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+  rs.time_ns = protocol::realtimeNs();
   std::string payload = protocol::encodeReseed(rs);
   const bool sent = sendFrame(ctl, frame::Type::kReseed, payload);
   ::explicit_bzero(payload.data(), payload.size());
@@ -602,7 +601,12 @@ Result<VmRun> runVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
                          {[&ctl](std::string_view request) { return sendFrame(ctl.get(), frame::Type::kRequest, request); },
                           [](frame::Type stream, std::string_view bytes) { writeAll(stream == frame::Type::kStdout ? 1 : 2, bytes); }});
   if (snap_fd.valid()) {
-    ASSIGN_OR_RETURN(RestoreNonce nonce, restoreAndReseed(qmp_listener.get(), snap_fd.get(), ctl.get(), boot_deadline, vmj, timings));
+    auto qmp = snapshot::Qmp::accept(qmp_listener.get(), Clock::now() + boot_deadline);
+    if (!qmp) {
+      ::unlink(vmj["snapshot"]["path"].get<std::string>().c_str());
+      return Error(Errc::kIo, "--backend vm: the snapshot restore failed: " + qmp.error().message() + " (--vm-cold boots without it)");
+    }
+    ASSIGN_OR_RETURN(RestoreNonce nonce, restoreAndReseed(*qmp, snap_fd.get(), ctl.get(), boot_deadline, vmj, timings));
     session.expectRestore(nonce.hex, nonce.require_reseed);
   }
   std::string qemu_err;
@@ -773,6 +777,7 @@ struct SessionVm::State {  // NOLINT(bugprone-exception-escape): false positive 
   std::optional<RunDir> dir;
   std::optional<Jailer> jailer;
   UniqueFd ctl, pidfd;
+  std::optional<snapshot::Qmp> qmp;  // QEMU's monitor for the session's life (pause, resume)
   Json info;
 };
 
@@ -784,6 +789,21 @@ int SessionVm::pid() const { return s_->jailer ? s_->jailer->pid() : -1; }
 const nlohmann::ordered_json& SessionVm::info() const { return s_->info; }
 void SessionVm::kill() {
   if (s_->jailer) s_->jailer->kill();
+}
+Result<void> SessionVm::pause() {
+  if (!s_->qmp) return Error(Errc::kUnsupported, "pause: the VM has no monitor");
+  RETURN_IF_ERROR(s_->qmp->execute("stop", Json::object(), Clock::now() + kMonitorDeadline));
+  return {};
+}
+Result<void> SessionVm::resume() {
+  if (!s_->qmp) return Error(Errc::kUnsupported, "resume: the VM has no monitor");
+  RETURN_IF_ERROR(s_->qmp->execute("cont", Json::object(), Clock::now() + kMonitorDeadline));
+  return {};
+}
+Result<bool> SessionVm::running() {
+  if (!s_->qmp) return Error(Errc::kUnsupported, "the VM has no monitor");
+  ASSIGN_OR_RETURN(Json st, s_->qmp->execute("query-status", Json::object(), Clock::now() + kMonitorDeadline));
+  return st.is_object() && st.value("running", false);
 }
 
 Result<std::unique_ptr<SessionVm>> startSessionVm(const sandbox::SandboxSpec& spec, const VmOptions& vm) {
@@ -806,6 +826,11 @@ Result<std::unique_ptr<SessionVm>> startSessionVm(const sandbox::SandboxSpec& sp
   const auto boot_deadline = kvm ? kBootDeadlineKvm : kBootDeadlineTcg;
   UniqueFd snap_fd, qmp_listener;
   RETURN_IF_ERROR(chooseStart(im, vm, blank, accel, dir, qemu_memory, boot_deadline, vmj, snap_fd, qmp_listener));
+  if (!qmp_listener.valid()) {  // a cold boot: the monitor is still the session's (pause, resume)
+    const uid_t jail_uid = ::getuid() == 0 ? sandbox::userns::planIdMap(0, 0).host_uid : ::getuid();
+    im.jail.qmp_socket = dir.path() + "/qmp";
+    ASSIGN_OR_RETURN(qmp_listener, snapshot::Qmp::listen(*im.jail.qmp_socket, jail_uid));
+  }
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return sysError("socketpair");
   UniqueFd ctl_child(pair[1]);
@@ -833,10 +858,12 @@ Result<std::unique_ptr<SessionVm>> startSessionVm(const sandbox::SandboxSpec& sp
   ControlSession session(request, *no_outputs,
                          {[ctl](std::string_view req) { return sendFrame(ctl, frame::Type::kSessionStart, req); },
                           [](frame::Type, std::string_view) {}});
+  ASSIGN_OR_RETURN(snapshot::Qmp qmp, snapshot::Qmp::accept(qmp_listener.get(), qemu_start + boot_deadline));
   if (snap_fd.valid()) {
-    ASSIGN_OR_RETURN(RestoreNonce nonce, restoreAndReseed(qmp_listener.get(), snap_fd.get(), ctl, boot_deadline, vmj, timings));
+    ASSIGN_OR_RETURN(RestoreNonce nonce, restoreAndReseed(qmp, snap_fd.get(), ctl, boot_deadline, vmj, timings));
     session.expectRestore(nonce.hex, nonce.require_reseed);
   }
+  st->qmp.emplace(std::move(qmp));
   frame::Parser parser(frame::Direction::kToHost);
   const auto deadline = qemu_start + boot_deadline;
   char buf[65536];

@@ -38,6 +38,11 @@ class SessionVm {
   int pid() const;       // the jailer's pid
   const nlohmann::ordered_json& info() const;  // accelerator, start (cold or restore), timings
   void kill();           // QEMU killed now
+  // QMP stop / cont on QEMU's monitor (the guest's vCPUs and clock stand still), and whether it
+  // runs. From one thread at a time.
+  Result<void> pause();
+  Result<void> resume();
+  Result<bool> running();
 
  private:
   std::unique_ptr<State> s_;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Sessions on the VM backend, end to end: a real daemon, one real guest (QEMU under TCG here,
 # booted or restored ONCE for the whole script), the corral CLI and raw HTTP over the socket.
-# Usage: vm_session_test.py CORRAL [commands|confined|files|refused|lifecycle]  (exit 77: no VM here, skipped)
+# Usage: vm_session_test.py CORRAL [commands|confined|files|refused|lifecycle|clock|pause]  (exit 77: no VM here, skipped)
 import http.client
 import json
 import os
@@ -143,6 +143,29 @@ def main():
             check("refused.vm_without_backend_400", st == 400, f"{st} {body[:200]}")
             r = cli("create", "--vm-memory", "256M")
             check("refused.cli_vm_option_without_backend", r.returncode != 0 and "--backend vm" in r.stderr, r.stderr)
+        if on("clock"):
+            # The guest's clock is the host's, cold (microvm has no RTC: the request carries the
+            # host's time) and restored (the reseed and the request carry it): date and a new
+            # file's mtime within a few seconds of the host's, both ways.
+            for mode, extra in (("cold", ["--vm-cold"]), ("restore", [])):
+                ws, rep = os.path.join(tmp, "ws-" + mode), os.path.join(tmp, "report-" + mode + ".json")
+                os.mkdir(ws)
+                os.chmod(ws, 0o777)
+                before = time.time()
+                r = subprocess.run([CORRAL, "exec", "--backend", "vm", "--allow-weaker", "kvm", *extra, "--workspace", ws,
+                                    "--report", rep, "--", "sh", "-c", "date +%s; touch /workspace/t; stat -c %Y /workspace/t"],
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+                after = time.time()
+                try:
+                    start = json.load(open(rep))["vm"].get("start")
+                except (OSError, ValueError, KeyError):
+                    start = None
+                nums = [int(x) for x in r.stdout.split() if x.isdigit()]
+                check(f"clock.exec_{mode}.started_{mode}", r.returncode == 0 and start == mode, f"{r.returncode} start={start} {r.stderr[-300:]}")
+                check(f"clock.exec_{mode}.date_is_the_hosts", len(nums) == 2 and before - 5 <= nums[0] <= after + 5,
+                      f"guest={nums} host={before:.0f}..{after:.0f}")
+                check(f"clock.exec_{mode}.mtime_is_the_hosts", len(nums) == 2 and before - 5 <= nums[1] <= after + 5,
+                      f"guest={nums} host={before:.0f}..{after:.0f}")
         t0 = time.monotonic()
         r = cli("create", "--backend", "vm", "--allow-weaker", "kvm", "--vm-memory", "512M", "--json")
         create_s = time.monotonic() - t0
@@ -152,6 +175,8 @@ def main():
         sid = json.loads(r.stdout)["id"]
         print(f"info create_s={create_s:.1f}", flush=True)
         if on("commands"):
+            st, body = api(sock, "GET", f"/v1/sessions/{sid}")
+            check("show.backend_vm", st == 200 and json.loads(body).get("backend") == "vm", f"{st} {body[:200]}")
             t0 = time.monotonic()
             r = cli("exec", sid, "--", "sh", "-c", "echo one > /workspace/a; echo to-err >&2; exit 7")
             print(f"info exec_s={time.monotonic() - t0:.2f}", flush=True)
@@ -166,6 +191,65 @@ def main():
                 [CORRAL, "session", "exec", sid, "--", "sh", "-c", "cat; echo done"], env=env, input="piped-in\n",
                 capture_output=True, text=True, timeout=120)
             check("stdin", r.returncode == 0 and r.stdout == "piped-in\ndone\n", repr((r.returncode, r.stdout, r.stderr)))
+        if on("clock"):
+            before = time.time()
+            r = cli("exec", sid, "--", "sh", "-c", "date +%s; touch /workspace/t; stat -c %Y /workspace/t")
+            after = time.time()
+            nums = [int(x) for x in r.stdout.split() if x.isdigit()]
+            check("clock.session.date_and_mtime_are_the_hosts",
+                  r.returncode == 0 and len(nums) == 2 and all(before - 5 <= n <= after + 5 for n in nums),
+                  f"guest={nums} host={before:.0f}..{after:.0f} {r.stderr[-300:]}")
+        if on("pause"):
+            # Pause is QMP stop on the session's QEMU: a counter in the guest does not advance while
+            # paused (read from the host through the files API), and does (the control) otherwise.
+            def ticks():
+                st, body = api_raw(sock, "GET", f"/v1/sessions/{sid}/files/ticks")
+                return len(body.splitlines()) if st == 200 else -1
+
+            def vm_state():
+                st, body = api(sock, "GET", f"/v1/sessions/{sid}")
+                return json.loads(body).get("state") if st == 200 else f"http {st}"
+
+            cli("exec", sid, "--", "sh", "-c", "(while :; do echo x >> /workspace/ticks; sleep 0.2; done) > /dev/null 2>&1 &")
+            time.sleep(1)
+            c0 = ticks()
+            time.sleep(3)
+            c1 = ticks()
+            check("pause.control_counter_advances_when_running", c0 >= 0 and c1 - c0 >= 4, f"{c0} -> {c1} in 3 s")
+            r = cli("pause", sid)
+            check("pause.cli", r.returncode == 0 and vm_state() == "paused", f"{r.returncode} {r.stderr} state={vm_state()}")
+            st, body = api(sock, "POST", f"/v1/sessions/{sid}/commands", {"argv": ["true"]})
+            check("pause.exec_refused_409", st == 409, f"{st} {body[:200]}")
+            st, body = api_raw(sock, "GET", f"/v1/sessions/{sid}/files/ticks")
+            check("pause.files_refused_409", st == 409, f"{st} {body[:200]}")
+            st, body = api(sock, "POST", f"/v1/sessions/{sid}/pause")
+            check("pause.again_is_paused", st == 200 and json.loads(body).get("state") == "paused", f"{st} {body[:200]}")
+            time.sleep(6)  # 30 ticks, were it running
+            st, body = api(sock, "POST", f"/v1/sessions/{sid}/resume")
+            check("resume.api", st == 200 and json.loads(body).get("state") == "running", f"{st} {body[:200]}")
+            c2 = ticks()
+            check("pause.counter_stood_still", c2 >= 0 and c2 - c1 <= 5, f"{c1} -> {c2} across 6 s paused")
+            before = time.time()
+            r = cli("exec", sid, "--", "date", "+%s")
+            after = time.time()
+            guest = int(r.stdout.strip()) if r.stdout.strip().isdigit() else 0
+            check("resume.clock_is_the_hosts_again", before - 2 <= guest <= after + 2, f"guest={guest} host={before:.0f}..{after:.0f}")
+            time.sleep(2)
+            c3 = ticks()
+            check("resume.counter_advances_again", c3 - c2 >= 3, f"{c2} -> {c3} in 2 s")
+            # A daemon restart keeps a paused VM session paused; resume then works.
+            r = cli("pause", sid)
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait()
+            daemon = start_daemon()
+            check("pause.restart_keeps_it_paused", vm_state() == "paused", f"state={vm_state()}")
+            r = cli("resume", sid)
+            r2 = cli("exec", sid, "--", "echo", "after-restart")
+            check("resume.after_restart", r.returncode == 0 and vm_state() == "running" and r2.stdout == "after-restart\n",
+                  repr((r.returncode, r.stderr, r2.returncode, r2.stdout, r2.stderr)))
+            with open(os.path.join(state, "audit.jsonl"), errors="replace") as f:
+                audit = f.read()
+            check("pause.audited", "session_paused" in audit and "session_resumed" in audit, audit[-300:])
         if on("confined"):
             # The command is confined inside the guest as a namespace session's is: not root, no
             # capabilities, no_new_privs, a seccomp filter; and an attempt to use root fails.
@@ -228,8 +312,6 @@ def main():
             # Refused on a VM session, by name.
             r = cli("exec", "--tty", sid, "--", "sh")
             check("refused.tty", r.returncode == 125 and "tty: not yet on a VM session" in r.stderr, r.stderr)
-            st, body = api(sock, "POST", f"/v1/sessions/{sid}/pause")
-            check("refused.pause_422", st == 422 and b"pause" in body, f"{st} {body[:200]}")
         if on("lifecycle"):
             # The daemon killed with SIGKILL: the shim and its QEMU go on; a new daemon adopts them.
             cli("exec", sid, "--", "sh", "-c", "echo one > /workspace/a; sleep 600 > /dev/null 2>&1 & echo $! > /workspace/bg")

@@ -268,6 +268,12 @@ bool fromHex(const std::string& hex, unsigned char* out, size_t n) {
   return true;
 }
 
+void setClock(uint64_t ns) {
+  if (ns == 0) return;
+  const timespec now{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
+  if (::clock_settime(CLOCK_REALTIME, &now) != 0) kmsg(std::string("set the clock: ") + std::strerror(errno));
+}
+
 bool reseedAfterRestore(const protocol::Reseed& r) {
   if (!r.skip_reseed) {
     // struct rand_pool_info: two ints, then the seed.
@@ -282,8 +288,7 @@ bool reseedAfterRestore(const protocol::Reseed& r) {
     }
     ::explicit_bzero(pool, sizeof pool);
   }
-  const timespec now{static_cast<time_t>(r.time_ns / 1000000000ull), static_cast<long>(r.time_ns % 1000000000ull)};
-  ::clock_settime(CLOCK_REALTIME, &now);
+  setClock(r.time_ns);
   UniqueFd vdb(::open("/dev/vdb", O_RDONLY | O_CLOEXEC));
   if (vdb.valid() && ::ioctl(vdb.get(), kBlkFlsBuf, 0) != 0) {
     kmsg(std::string("flush vdb: ") + std::strerror(errno));
@@ -352,7 +357,11 @@ int agent(int argc, char** argv) {
   const bool session = req && req->type == frame::Type::kSessionStart;
   if (!req || (req->type != frame::Type::kRequest && !session)) powerOff();
   bool net_proxy = false;
-  auto decoded = protocol::decodeRequest(req->payload, &net_proxy);
+  uint64_t host_ns = 0;
+  auto decoded = protocol::decodeRequest(req->payload, &net_proxy, &host_ns);
+  // The microvm has no RTC: a cold boot starts at the epoch (a restore at the snapshot's
+  // time until the reseed): the host's clock, sent with every request, before anything runs.
+  if (decoded) setClock(host_ns);
   sandbox::RunReport failed;
   if (!decoded && session) {
     ch.send(frame::Type::kSessionUp, decoded.error().message());

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <map>
 #include <optional>
@@ -161,6 +162,14 @@ bool SessionServer::onFrame(const frame::Frame& f) {
   if (!frame::getU32s(f.payload, 1, &id)) return false;
   const std::string_view rest = std::string_view(f.payload).substr(4);
   if (f.type == frame::Type::kCommand) return spawn(id, rest);
+  if (f.type == frame::Type::kClock) {
+    // A paused guest's clock stood still: the host's, after a resume.
+    uint32_t t[3] = {};
+    if (id != 0 || rest.size() != sizeof t || !frame::getU32s(rest, 3, t) || t[2] >= 1000000000u) return false;
+    const timespec now{static_cast<time_t>(uint64_t{t[0]} << 32 | t[1]), static_cast<long>(t[2])};
+    (void)::clock_settime(CLOCK_REALTIME, &now);
+    return true;
+  }
   if (f.type == frame::Type::kFileGet || f.type == frame::Type::kFilePut || f.type == frame::Type::kFileData) return onFile(f, id, rest);
   auto it = cmds_.find(id);
   if (f.type == frame::Type::kCmdStdin) {
