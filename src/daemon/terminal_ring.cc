@@ -75,12 +75,19 @@ void Scrollback::append(std::string_view b) {
   }
 }
 
-std::string Scrollback::tail(size_t n) const {
+std::pair<std::string_view, std::string_view> Scrollback::tailPieces(size_t n) const {
   n = std::min(n, buf_.size());
   const std::string_view older(buf_.data() + start_, buf_.size() - start_), newer(buf_.data(), start_);
   // Oldest first is older + newer; its last n bytes:
-  if (n <= newer.size()) return std::string(newer.substr(newer.size() - n));
-  return std::string(older.substr(older.size() - (n - newer.size()))) + std::string(newer);
+  if (n <= newer.size()) return {newer.substr(newer.size() - n), std::string_view()};
+  return {older.substr(older.size() - (n - newer.size())), newer};
+}
+
+std::string Scrollback::tail(size_t n) const {
+  const auto [first, second] = tailPieces(n);
+  std::string out(first);
+  out += second;
+  return out;
 }
 
 std::string Scrollback::take() {
@@ -190,13 +197,18 @@ Result<void> RingFile::mirror(const Scrollback& s) {
     if (s.total() < synced_) return Error(Errc::kIo, "terminal.ring: the scrollback went back");
     const uint64_t to = s.total();
     const size_t n = static_cast<size_t>(std::min<uint64_t>(to - synced_, s.size()));
-    const std::string data = s.tail(n);
+    const auto [first, second] = s.tailPieces(n);
     RETURN_IF_ERROR(putField(fd_.get(), kIntentAt, to));
-    for (size_t off = 0; off < n;) {
-      const size_t at = static_cast<size_t>((to - n + off) % Scrollback::kBytes);
-      const size_t len = std::min(n - off, Scrollback::kBytes - at);
-      RETURN_IF_ERROR(pwriteAll(fd_.get(), data.data() + off, len, static_cast<off_t>(kHeaderBytes + at)));
-      off += len;
+    // Byte `off` of those n is stream byte to - n + off, at data offset (to - n + off) % kBytes.
+    size_t off = 0;
+    for (const std::string_view piece : {first, second}) {
+      for (size_t p = 0; p < piece.size();) {
+        const size_t at = static_cast<size_t>((to - n + off) % Scrollback::kBytes);
+        const size_t len = std::min(piece.size() - p, Scrollback::kBytes - at);
+        RETURN_IF_ERROR(pwriteAll(fd_.get(), piece.data() + p, len, static_cast<off_t>(kHeaderBytes + at)));
+        p += len;
+        off += len;
+      }
     }
     RETURN_IF_ERROR(putField(fd_.get(), kTotalAt, to));
     synced_ = to;

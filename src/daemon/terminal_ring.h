@@ -24,6 +24,9 @@ class Scrollback {
   uint64_t dropped() const { return dropped_; }
   uint64_t total() const { return total_; }  // bytes ever appended
   std::string tail(size_t n) const;          // the newest n bytes it holds (n <= size()), oldest first
+  // The same bytes in place, as at most two pieces (oldest first, the second may be empty): the
+  // mirror writes them without a copy, so a terminal that writes without end allocates nothing.
+  std::pair<std::string_view, std::string_view> tailPieces(size_t n) const;
 
  private:
   std::string buf_;   // grows to kBytes, then is overwritten from start_ on
