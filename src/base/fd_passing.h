@@ -11,5 +11,8 @@ namespace corral {
 // raising SIGPIPE. Returns 0, or an errno value (EIO for a short send). Async-signal-safe and
 // allocation-free: the sandbox's init calls it between clone and exec.
 int sendWithFd(int sock, const void* data, size_t len, int fd);
+// The same with nfds descriptors (at most kMaxPassedFds) in one SCM_RIGHTS message.
+inline constexpr size_t kMaxPassedFds = 8;
+int sendWithFds(int sock, const void* data, size_t len, const int* fds, size_t nfds);
 
 }  // namespace corral

@@ -22,6 +22,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/fd_passing.h"
 #include "base/log.h"
 #include "daemon/fd_receive.h"
 #include "daemon/json_fields.h"
@@ -205,20 +206,10 @@ Json Shim::exec(const Fields& f, int client, bool* reply_later) {
   if (tty) p.tty = static_cast<uint32_t>(**rows << 16 | **cols);
   const int fds[4] = {mem.get(), stdin_r.valid() ? stdin_r.get() : devnull.get(), out_w.get(), err_w.get()};
   const size_t nfds = tty ? 1 : 4;
-  msghdr msg{};
-  iovec iov{&p, sizeof p};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  msg.msg_control = control;
-  msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-  std::memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-  if (::sendmsg(io_.sock, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof p))
+  if (const int e = sendWithFds(io_.sock, &p, sizeof p, fds, nfds); e != 0) {
+    errno = e;
     return {{"ok", false}, {"error", errnoError("exec: to init").message()}};
+  }
   cmds_.emplace(id, std::move(cmd));
   spawning_.push_back(id);
   *reply_later = true;

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/fd_passing.h"
 #include "daemon/files.h"
 #include "sandbox/linux_backend.h"
 #include "sandbox/session_protocol.h"
@@ -119,19 +120,7 @@ bool SessionServer::spawn(uint32_t id, std::string_view rest) {
   p.envc = counts[1];
   p.pathc = counts[2];
   const int fds[4] = {mem.get(), in_r.get(), out_w.get(), err_w.get()};
-  iovec iov{&p, sizeof p};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-  if (::sendmsg(io_.sock, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof p)) return refuse(errno ? errno : EIO);
+  if (const int e = sendWithFds(io_.sock, &p, sizeof p, fds, 4); e != 0) return refuse(e);
   for (const UniqueFd* f : {&in_w, &out_r, &err_r}) ::fcntl(f->get(), F_SETFL, O_NONBLOCK);
   GuestCmd cmd;
   cmd.in = std::move(in_w);
