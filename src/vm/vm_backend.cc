@@ -331,24 +331,35 @@ Result<std::string> hostRandomHex(size_t n) {
   return hex;
 }
 
+// One wait for control bytes: polls ctl until the deadline and feeds what one read gets to
+// parser. kTimedOut at the deadline (the caller names what did not happen), kEnded at EOF, and
+// kAgain after a poll or read that EINTR cut short or that found nothing yet.
+enum class Feed { kFed, kAgain, kTimedOut, kEnded };
+Result<Feed> feedControl(int ctl, frame::Parser& parser, Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return Feed::kTimedOut;
+  pollfd p{ctl, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return sysError("poll");
+  if (!p.revents) return Feed::kAgain;
+  char buf[65536];
+  const ssize_t n = ::read(ctl, buf, sizeof buf);
+  if (n < 0 && errno == EINTR) return Feed::kAgain;
+  if (n <= 0) return Feed::kEnded;
+  parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+  return Feed::kFed;
+}
+
 // Reads control frames until one of type want; anything else, EOF or the deadline fails.
 Result<void> awaitFrame(int ctl, frame::Parser& parser, frame::Type want, snapshot::Clock::time_point deadline) {
-  char buf[65536];
   for (;;) {
     ASSIGN_OR_RETURN(auto f, parser.next());
     if (f) {
       if (f->type != want) return Error(Errc::kIo, "VM snapshot: the guest sent an unexpected frame at the snapshot point");
       return {};
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - snapshot::Clock::now()).count();
-    if (left <= 0) return Error(Errc::kIo, "VM snapshot: the guest did not reach the snapshot point in time");
-    pollfd p{ctl, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return sysError("poll");
-    if (!p.revents) continue;
-    const ssize_t n = ::read(ctl, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Error(Errc::kIo, "VM snapshot: the VM ended before the snapshot point");
-    parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+    ASSIGN_OR_RETURN(Feed fed, feedControl(ctl, parser, deadline));
+    if (fed == Feed::kTimedOut) return Error(Errc::kIo, "VM snapshot: the guest did not reach the snapshot point in time");
+    if (fed == Feed::kEnded) return Error(Errc::kIo, "VM snapshot: the VM ended before the snapshot point");
   }
 }
 
@@ -866,7 +877,6 @@ Result<std::unique_ptr<SessionVm>> startSessionVm(const sandbox::SandboxSpec& sp
   st->qmp.emplace(std::move(qmp));
   frame::Parser parser(frame::Direction::kToHost);
   const auto deadline = qemu_start + boot_deadline;
-  char buf[65536];
   for (bool up = false; !up;) {
     auto next = parser.next();
     if (!next) return next.error();
@@ -883,16 +893,11 @@ Result<std::unique_ptr<SessionVm>> startSessionVm(const sandbox::SandboxSpec& sp
       up = true;
       continue;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return Error(Errc::kIo, "--backend vm: the guest did not start the session within " +
-                                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(boot_deadline).count()) + " s");
-    pollfd p{ctl, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return sysError("poll");
-    if (!p.revents) continue;
-    const ssize_t n = ::read(ctl, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Error(Errc::kIo, "--backend vm: the VM ended before the session started");
-    parser.feed(std::string_view(buf, static_cast<size_t>(n)));
+    ASSIGN_OR_RETURN(Feed fed, feedControl(ctl, parser, deadline));
+    if (fed == Feed::kTimedOut)
+      return Error(Errc::kIo, "--backend vm: the guest did not start the session within " +
+                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(boot_deadline).count()) + " s");
+    if (fed == Feed::kEnded) return Error(Errc::kIo, "--backend vm: the VM ended before the session started");
   }
   // Invariant: the guest sends nothing after kSessionUp until it is sent a command, so the
   // parser holds no bytes the caller's own parser would miss.
