@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <tuple>
 
 #include "audit/sha256.h"
 #include "base/log.h"
@@ -63,17 +64,22 @@ void AuditLog::append(const std::string& event, const Peer& peer, Json fields) {
   appendLocked(event, peer, std::move(fields));
 }
 
-void AuditLog::appendLocked(const std::string& event, const Peer& peer, Json fields) {
-  std::lock_guard lock(mu_);
+std::pair<std::string, std::string> AuditLog::nextLine(const std::string& event, const Peer& peer, Json fields) const {
   fields["seq"] = seq_ + 1;
   fields["ts_ms"] = nowMs();
   fields["event"] = event;
   fields["peer_uid"] = peer.uid;
   fields["peer_pid"] = peer.pid;
   fields["prev"] = prev_;
-  const std::string hash = auditLineHash(fields);
+  std::string hash = auditLineHash(fields);
   fields["hash"] = hash;
-  const std::string line = fields.dump() + "\n";
+  return {std::move(hash), fields.dump()};
+}
+
+void AuditLog::appendLocked(const std::string& event, const Peer& peer, Json fields) {
+  std::lock_guard lock(mu_);
+  auto [hash, text] = nextLine(event, peer, std::move(fields));
+  const std::string line = text + "\n";
   const bool wrote = ::write(fd_.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size());
   if (wrote && batch_depth_ > 0) unsynced_ = true;
   if (!wrote || (batch_depth_ == 0 && ::fdatasync(fd_.get()) != 0)) {
@@ -82,6 +88,78 @@ void AuditLog::appendLocked(const std::string& event, const Peer& peer, Json fie
   }
   ++seq_;
   prev_ = hash;
+  if (batch_depth_ == 0) synced_seq_ = seq_;
+}
+
+AuditLog::Reservation::Reservation(AuditLog& log) : log_(log), lock_(log.mu_) {}
+
+std::pair<int64_t, std::string> AuditLog::Reservation::line(const std::string& event, const Peer& peer, Json fields) {
+  event_ = event;
+  peer_ = peer;
+  if (log_.observer_) given_ = fields;
+  std::tie(hash_, text_) = log_.nextLine(event, peer, std::move(fields));
+  seq_ = log_.seq_ + 1;
+  return {seq_, text_};
+}
+
+void AuditLog::Reservation::write() {
+  if (text_.empty() || written_) return;
+  const std::string line = text_ + "\n";
+  if (::write(log_.fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    // The outbox still holds it: the next start appends it (replay), as after a power cut.
+    log::warn("audit_write_failed", "event=" + event_ + " errno=" + std::to_string(errno));
+    return;
+  }
+  written_ = true;
+  ++log_.seq_;
+  log_.prev_ = hash_;
+  if (log_.batch_depth_ > 0) {
+    log_.unsynced_ = true;
+  } else if (log_.seq_ - log_.synced_seq_ >= kMaxUnsynced) {
+    // Bounds the outbox: a long run of claims with no other synced line between them.
+    if (::fdatasync(log_.fd_.get()) == 0) log_.synced_seq_ = log_.seq_;
+  }
+}
+
+AuditLog::Reservation::~Reservation() {
+  lock_.unlock();
+  if (written_ && log_.observer_) log_.observer_(event_, peer_, given_);
+}
+
+Result<int> AuditLog::replay(const std::vector<std::pair<int64_t, std::string>>& kept) {
+  std::lock_guard lock(mu_);
+  int appended = 0;
+  for (const auto& [seq, text] : kept) {
+    if (seq <= seq_) continue;  // in the file already
+    auto j = parseJson(text);
+    if (!j || !j->is_object() || !(*j)["hash"].is_string() || !(*j)["prev"].is_string() || !(*j)["event"].is_string() ||
+        !(*j)["peer_uid"].is_number_integer() || !(*j)["peer_pid"].is_number_integer())
+      return Error(Errc::kIo, "the audit outbox's line " + std::to_string(seq) + " is not an audit event");
+    Json body = *j;
+    const std::string kept_hash = body["hash"].get<std::string>();
+    body.erase("hash");
+    std::string hash = kept_hash, line = text;
+    if (seq != seq_ + 1 || body["prev"] != prev_ || auditLineHash(body) != kept_hash) {
+      // Not the file's next line (lines before it were lost too): the event again, as a new line.
+      const Peer peer{static_cast<uid_t>(body["peer_uid"].get<int64_t>()), 0, static_cast<pid_t>(body["peer_pid"].get<int64_t>())};
+      const std::string event = body["event"].get<std::string>();
+      Json fields = body;
+      for (const char* k : {"seq", "ts_ms", "event", "peer_uid", "peer_pid", "prev"}) fields.erase(k);
+      fields["replayed_seq"] = seq;
+      if (body["ts_ms"].is_number_integer()) fields["replayed_ts_ms"] = body["ts_ms"];
+      std::tie(hash, line) = nextLine(event, peer, std::move(fields));
+    }
+    line += "\n";
+    if (::write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return sysError("write audit.jsonl");
+    ++seq_;
+    prev_ = hash;
+    ++appended;
+  }
+  // Also when nothing was appended: a line the file has may still be only in the page cache
+  // (a kill -9 before its sync), and the outbox is cleared next.
+  if (::fdatasync(fd_.get()) != 0) return sysError("fdatasync audit.jsonl");
+  synced_seq_ = seq_;
+  return appended;
 }
 
 AuditLog::Batch::Batch(AuditLog& log) : log_(log) {
@@ -93,7 +171,11 @@ AuditLog::Batch::~Batch() {
   std::lock_guard lock(log_.mu_);
   if (--log_.batch_depth_ > 0 || !log_.unsynced_) return;
   log_.unsynced_ = false;
-  if (::fdatasync(log_.fd_.get()) != 0) log::warn("audit_write_failed", "event=batch errno=" + std::to_string(errno));
+  if (::fdatasync(log_.fd_.get()) != 0) {
+    log::warn("audit_write_failed", "event=batch errno=" + std::to_string(errno));
+    return;
+  }
+  log_.synced_seq_ = log_.seq_;
 }
 
 void AuditLog::appendSelf(const std::string& event, Json fields) {

@@ -10,6 +10,8 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -30,7 +32,7 @@ class AuditLog {
   // Opens (0600, O_APPEND) and continues after the last line; a last line cut short by a crash
   // is cut off (kept aside in audit.jsonl.torn), never chained onto.
   static Result<AuditLog> open(const std::string& state_dir);
-  AuditLog(AuditLog&& o) noexcept : fd_(std::move(o.fd_)), seq_(o.seq_), prev_(std::move(o.prev_)) {}
+  AuditLog(AuditLog&& o) noexcept : fd_(std::move(o.fd_)), seq_(o.seq_), prev_(std::move(o.prev_)), synced_seq_(o.synced_seq_) {}
 
   // {"seq", "ts_ms", "event", "peer_uid", "peer_pid", ...fields, "prev", "hash"}, written and
   // fdatasync'd before it returns. fields must hold no secret, no content, no env value.
@@ -52,6 +54,42 @@ class AuditLog {
    private:
     AuditLog& log_;
   };
+  // A line made durable by another store's commit instead of its own fdatasync (a warm
+  // create's claim, store.h): the claim's SQLite commit keeps the line in its outbox, the line
+  // is then written here without a sync, and a later sync of this file (any synced append, a
+  // batch's end, or every kMaxUnsynced lines) lets the outbox drop it. A kill -9 loses nothing
+  // (the page cache has the line); after a power cut, replay() puts back what the file lost.
+  // The reservation holds the log's lock from line() until it ends, so no other line can take
+  // its seq; it takes it before the store's (the order everywhere: log, then store).
+  class Reservation {
+   public:
+    explicit Reservation(AuditLog& log);
+    ~Reservation();  // unlocks; the observer then sees the written line's event
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    // The next line, (seq, text without its newline), for the outbox; nothing written yet.
+    std::pair<int64_t, std::string> line(const std::string& event, const Peer& peer, Json fields);
+    // Appends the line line() made, after the store's commit.
+    void write();
+    // Lines up to here are on disk (the outbox may drop them).
+    int64_t syncedSeq() const { return log_.synced_seq_; }
+
+   private:
+    AuditLog& log_;
+    std::unique_lock<std::mutex> lock_;
+    std::string event_;
+    Peer peer_{};
+    Json given_;
+    std::string hash_;
+    std::string text_;
+    int64_t seq_ = 0;
+    bool written_ = false;
+  };
+  // At start, before anything is appended: the outbox's lines (seq order). One whose seq is in
+  // the file is already there; the next one is appended as it was (its prev is the file's last
+  // hash); after a gap (lines of a batch lost with it) an event is appended again as a new line
+  // with "replayed_seq". Synced before it returns; the caller then clears the outbox.
+  Result<int> replay(const std::vector<std::pair<int64_t, std::string>>& kept);
   // Called after each event is written, outside the log's lock (the event stream, events.h).
   using Observer = std::function<void(const std::string& event, const Peer& peer, const Json& fields)>;
   void setObserver(Observer o) { observer_ = std::move(o); }
@@ -59,12 +97,16 @@ class AuditLog {
  private:
   AuditLog() = default;
   void appendLocked(const std::string& event, const Peer& peer, Json fields);
+  // Line seq_+1 of event, chained on prev_: (its hash, its text without the newline).
+  std::pair<std::string, std::string> nextLine(const std::string& event, const Peer& peer, Json fields) const;
   std::mutex mu_;
   UniqueFd fd_;
   int64_t seq_ = 0;
   std::string prev_ = kAuditGenesis;
   int batch_depth_ = 0;
   bool unsynced_ = false;
+  int64_t synced_seq_ = 0;  // every line up to it is on disk
+  static constexpr int64_t kMaxUnsynced = 32;  // reserved lines written without a sync, at most
   Observer observer_;
 };
 

@@ -82,6 +82,16 @@ int runDaemon(const DaemonOptions& opts) {
   }();
   auto audit = AuditLog::open(opts.state_dir);
   if (!audit) return fail(audit.error());
+  // Lines the last daemon's claims committed with their state change but a power cut may have
+  // taken from the log's end (audit_log.h, Reservation): back before anything else is written.
+  {
+    auto kept = store->auditOutbox();
+    if (!kept) return fail(kept.error());
+    auto replayed = audit->replay(*kept);
+    if (!replayed) return fail(replayed.error());
+    if (auto cleared = store->clearAuditOutbox(); !cleared) return fail(cleared.error());
+    if (*replayed > 0) log::info("audit_replayed", "lines=" + std::to_string(*replayed));
+  }
   audit->appendSelf("daemon_started", {{"schema_version", kSchemaVersion}});
   auto vault = CredentialVault::open(opts.state_dir);
   if (!vault) return fail(vault.error());
@@ -128,7 +138,7 @@ int runDaemon(const DaemonOptions& opts) {
   Profiles profiles(*store, *audit);
   profiles.setPool(&pool);
   ApiContext ctx{sessions, credentials, profiles, events};
-  server->serve(ctx, stop_fd.get());
+  if (auto served = server->serve(ctx, stop_fd.get()); !served) return fail(served.error());
   if (opts.stop_sessions) sessions.stopAll();
   log::info("daemon_stopped", opts.stop_sessions ? "sessions=stopped" : "sessions=left_running");
   // Connection threads may still hold ctx: leave without running destructors under them.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The API's listener: HTTP/1.1 (Boost.Beast) over a UNIX socket, SO_PEERCRED checked on
-// every connection, one thread per connection up to a cap, sizes and idle time bounded.
+// every connection, each served on the thread that accepted it, up to a cap; sizes and idle
+// time bounded.
 #pragma once
 
 #include <sys/types.h>
@@ -32,8 +33,11 @@ class Server {
   // Makes the socket's directory (0700, or 0710 with the group) and binds the socket born
   // 0600 (0660), replacing a stale socket there (the caller holds the state directory's lock).
   static Result<Server> listen(const ListenOptions& opts);
-  // Serves until stop_fd is readable (a signalfd); returns what woke it.
-  void serve(ApiContext& ctx, int stop_fd);
+  // Serves until stop_fd is readable (a signalfd); returns what woke it. Connections are
+  // accepted and served by a small pool of threads (server.cc); this one only waits.
+  Result<void> serve(ApiContext& ctx, int stop_fd);
+  // One accepted connection, on the calling thread: the peer checked, then served or refused.
+  void handle(UniqueFd conn, ApiContext& ctx) const;
 
  private:
   Server(UniqueFd fd, ListenOptions opts) : fd_(std::move(fd)), opts_(std::move(opts)) {}

@@ -230,8 +230,39 @@ Result<std::optional<Json>> Sessions::claim(const Peer& peer, const std::string&
   // in between leaves a row reconcile() removes (the create was never answered).
   row.state = spec.workspace_from ? "claiming" : "running";
   row.name = spec.name.value_or("");  // none: the member's id, which the session keeps
+  auto created = [&](const SessionRow& s) -> Json {
+    return {{"session", s.id},           {"shim_pid", s.shim_pid},
+            {"init_pid", s.init_pid},    {"workspace_capped", workspace_.capped},
+            {"expires_at_ms", s.expires_at}, {"net", spec.net_proxy ? "proxy" : "none"},
+            {"credentials", Json::array()}, {"warm", true}};
+  };
   for (int attempt = 0; attempt < 3; ++attempt) {
-    ASSIGN_OR_RETURN(auto got, store_.claimPoolMember(key, row));
+    // The audit line is committed with the claim (store.h, audit_log.h): one sync for both.
+    // A copy-in's create is audited once the copy is done, as a cold create is. The
+    // reservation holds the log's lock: it ends before anything else here can log.
+    std::optional<AuditLog::Reservation> audit_line(std::in_place, audit_);
+    auto check = [&](const SessionRow& s) {
+      Store::ClaimCheck c;
+      // A member whose sandbox died while it waited (OOM, a kill from outside) is never handed
+      // out. Its shim and init by pid and start time (a reused pid fails), not a round trip to
+      // the shim: that would cost the claim a wake-up of another process.
+      // The member's link (made when it was filled) holds pidfds for both; try_lock: the claim
+      // holds the store's lock, and a link's holder may be waiting for the store.
+      std::optional<bool> up;
+      if (auto l = linkFor(s.id); l->mu.try_lock()) {
+        std::lock_guard held(l->mu, std::adopt_lock);
+        if (l->link && l->link->processes().shim_pid == s.shim_pid && l->link->processes().init_pid == s.init_pid) up = l->link->alive();
+      }
+      c.alive = up ? *up
+                   : s.shim_pid > 0 && s.init_pid > 0 &&
+                         processStartTime(static_cast<int>(s.shim_pid)) == static_cast<uint64_t>(s.shim_start) &&
+                         processStartTime(static_cast<int>(s.init_pid)) == static_cast<uint64_t>(s.init_start);
+      if (c.alive && !spec.workspace_from) c.audit_line = audit_line->line("session_created", peer, created(s));
+      return c;
+    };
+    ASSIGN_OR_RETURN(auto got, store_.claimPoolMember(key, row, check, audit_line->syncedSeq()));
+    audit_line->write();  // nothing when no line was made (none claimed, a dead member, a copy-in)
+    audit_line.reset();
     if (!got) return std::optional<Json>();
     SessionRow s = std::move(*got);
     // Refilled in the background, once this create is answered (or failed): after the
@@ -240,15 +271,8 @@ Result<std::optional<Json>> Sessions::claim(const Peer& peer, const std::string&
       WarmPool* pool;
       ~Wake() { pool->wakeAfterResponse(); }
     } wake{pool_};
-    // A member whose sandbox died while it waited (OOM, a kill from outside) is never handed
-    // out. Its shim and init by pid and start time (a reused pid fails), not a round trip to
-    // the shim: that would cost the claim a wake-up of another process.
-    const bool up = s.shim_pid > 0 && s.init_pid > 0 &&
-                    processStartTime(static_cast<int>(s.shim_pid)) == static_cast<uint64_t>(s.shim_start) &&
-                    processStartTime(static_cast<int>(s.init_pid)) == static_cast<uint64_t>(s.init_start);
-    if (!up) {
+    if (s.state == "removing") {
       log::warn("pool_member_dead", "member=" + s.id + " shim_pid=" + std::to_string(s.shim_pid));
-      (void)store_.setSessionState(s.id, "removing");
       finishRemove(s);
       continue;
     }
@@ -266,10 +290,7 @@ Result<std::optional<Json>> Sessions::claim(const Peer& peer, const std::string&
     log::info("session_created", "session=" + s.id + " shim_pid=" + std::to_string(s.shim_pid) + " init_pid=" +
                                      std::to_string(s.init_pid) + " expires_at=" + std::to_string(s.expires_at) + " warm=true" +
                                      " peer_uid=" + std::to_string(peer.uid) + " peer_pid=" + std::to_string(peer.pid));
-    audit_.append("session_created", peer, {{"session", s.id}, {"shim_pid", s.shim_pid}, {"init_pid", s.init_pid},
-                                            {"workspace_capped", workspace_.capped}, {"expires_at_ms", s.expires_at},
-                                            {"net", spec.net_proxy ? "proxy" : "none"}, {"credentials", Json::array()},
-                                            {"warm", true}});
+    if (spec.workspace_from) audit_.append("session_created", peer, created(s));
     if (s.expires_at) expiry_cv_.notify_all();
     Json out = sessionJson(s);
     out["warm"] = true;

@@ -132,7 +132,20 @@ Result<ShimLink> ShimLink::connect(const std::string& dir, const std::string& se
   // Its init must be the recorded one too (a shim whose sandbox was replaced is not adopted).
   if (expect.init_pid != 0 && (link.procs_.init_pid != expect.init_pid || link.procs_.init_start != expect.init_start))
     return Error(Errc::kRefused, "control socket: the shim's init is not the recorded one");
+  // init's pidfd, then its start time again (a pid reused in between fails): alive() needs it.
+  link.init_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(link.procs_.init_pid), 0)));
+  if (link.init_pidfd_.valid() && static_cast<int64_t>(processStartTime(static_cast<int>(link.procs_.init_pid))) != link.procs_.init_start)
+    link.init_pidfd_.reset();
   return link;
+}
+
+std::optional<bool> ShimLink::alive() const {
+  if (!init_pidfd_.valid()) return std::nullopt;
+  // A pidfd polls readable once its process has exited.
+  pollfd p[2] = {{pidfd_.get(), POLLIN, 0}, {init_pidfd_.get(), POLLIN, 0}};
+  const int rc = ::poll(p, 2, 0);
+  if (rc < 0) return std::nullopt;
+  return rc == 0;
 }
 
 Result<Json> ShimLink::call(const Json& req, UniqueFd* fd) {

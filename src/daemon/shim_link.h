@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/result.h"
@@ -37,11 +38,15 @@ class ShimLink {
   // Blocks until the shim process has exited (its pidfd, opened before its identity was
   // checked), up to timeout_ms.
   bool waitGone(int timeout_ms);
+  // Whether the shim and its init both still run, from their pidfds (opened when the link was
+  // made, each checked against the recorded start time): no /proc read. nullopt when init's
+  // pidfd could not be had (then ask /proc).
+  std::optional<bool> alive() const;
   const ShimProcesses& processes() const { return procs_; }
 
  private:
   ShimLink(UniqueFd fd, UniqueFd pidfd) : fd_(std::move(fd)), pidfd_(std::move(pidfd)) {}
-  UniqueFd fd_, pidfd_;
+  UniqueFd fd_, pidfd_, init_pidfd_;
   ShimProcesses procs_;
 };
 

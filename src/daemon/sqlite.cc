@@ -6,9 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/unique_fd.h"
+
 namespace corral::daemon {
 
 Sqlite::~Sqlite() {
+  for (auto& [sql, st] : cache_) sqlite3_finalize(st);
   if (db_) sqlite3_close_v2(db_);
 }
 
@@ -37,12 +40,34 @@ Result<Sqlite> Sqlite::open(const std::string& path) {
 }
 
 Result<std::vector<SqlRow>> Sqlite::query(const std::string& sql, const std::vector<SqlValue>& params) {
+  std::lock_guard lock(cache_mu_);
   sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &st, nullptr) != SQLITE_OK) return error("prepare");
-  struct Finalize {
+  bool cached = false;
+  if (auto it = cache_.find(sql); it != cache_.end()) {
+    st = it->second;
+    cached = true;
+  } else {
+    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &st, nullptr) != SQLITE_OK)
+      return error("prepare");
+    if (cache_.size() < kMaxCachedStatements) {
+      cache_.emplace(sql, st);
+      cached = true;
+    }
+  }
+  // Reset on every way out, so a kept statement never holds a read transaction open between
+  // calls (that would stop checkpoints and pin an old snapshot); one not kept is finalized.
+  struct Release {
     sqlite3_stmt* s;
-    ~Finalize() { sqlite3_finalize(s); }
-  } fin{st};
+    bool keep;
+    ~Release() {
+      if (!keep) {
+        sqlite3_finalize(s);
+        return;
+      }
+      sqlite3_reset(s);
+      sqlite3_clear_bindings(s);
+    }
+  } release{st, cached};
   for (size_t i = 0; i < params.size(); ++i) {
     const int idx = static_cast<int>(i + 1);
     int rc = SQLITE_OK;
@@ -76,6 +101,28 @@ Result<std::vector<SqlRow>> Sqlite::query(const std::string& sql, const std::vec
 Result<void> Sqlite::exec(const std::string& sql, const std::vector<SqlValue>& params) {
   ASSIGN_OR_RETURN(auto rows, query(sql, params));
   (void)rows;
+  return {};
+}
+
+Result<void> Sqlite::preallocateWal(const std::string& path, int64_t bytes) {
+  int log_frames = -1, checkpointed = -1;
+  if (sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_TRUNCATE, &log_frames, &checkpointed) != SQLITE_OK)
+    return error("wal_checkpoint(TRUNCATE)");
+  const std::string wal = path + "-wal";
+  UniqueFd fd(::open(wal.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return sysError("open " + wal);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return sysError("stat " + wal);
+  if (st.st_size != 0) return Error(Errc::kIo, wal + " still holds frames after the checkpoint (another connection reads it)");
+  static const std::string zeros(size_t{1} << 16, '\0');
+  for (int64_t at = 0; at < bytes; at += static_cast<int64_t>(zeros.size())) {
+    if (::pwrite(fd.get(), zeros.data(), zeros.size(), at) != static_cast<ssize_t>(zeros.size())) {
+      const Error e = sysError("write " + wal);
+      (void)::ftruncate(fd.get(), 0);
+      return e;
+    }
+  }
+  if (::fdatasync(fd.get()) != 0) return sysError("fdatasync " + wal);
   return {};
 }
 

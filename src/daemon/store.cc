@@ -4,6 +4,8 @@
 
 #include <ctime>
 
+#include "base/log.h"
+
 namespace corral::daemon {
 namespace {
 
@@ -32,6 +34,8 @@ constexpr const char* kMigrations[] = {
     " created_at INTEGER NOT NULL, PRIMARY KEY(owner_uid, name, version));",
     // 5: warm pool members are session rows with their pool's key until a claim clears it.
     "ALTER TABLE sessions ADD COLUMN pool TEXT NOT NULL DEFAULT '';",
+    // 6: audit lines committed with the state change they record, until the log has synced them.
+    "CREATE TABLE audit_outbox(seq INTEGER PRIMARY KEY, line TEXT NOT NULL);",
 };
 
 int64_t now() { return static_cast<int64_t>(::time(nullptr)); }
@@ -76,6 +80,10 @@ Result<Store> Store::open(const std::string& path) {
   ASSIGN_OR_RETURN(Sqlite db, Sqlite::open(path));
   Store s(std::move(db));
   RETURN_IF_ERROR(s.migrate());
+  // About one autocheckpoint's worth of frames (1000 pages of 4 KiB and their headers), so the
+  // log's file seldom grows past what was written here.
+  if (auto pre = s.db_.preallocateWal(path, int64_t{5} << 20); !pre)
+    log::warn("state_wal_preallocate_failed", "reason=" + log::value(pre.error().message()));
   return s;
 }
 
@@ -237,18 +245,55 @@ Result<std::optional<CommandRow>> Store::command(const std::string& session_id, 
 
 namespace corral::daemon {
 
-Result<std::optional<SessionRow>> Store::claimPoolMember(const std::string& pool, const SessionRow& as) {
+Result<std::optional<SessionRow>> Store::claimPoolMember(const std::string& pool, const SessionRow& as,
+                                                         const std::function<ClaimCheck(const SessionRow&)>& check,
+                                                         int64_t synced_seq) {
   std::lock_guard lock(mu_);
-  // Invariant: one statement, so a kill -9 leaves the member pooled or the session claimed,
-  // never a row in between; the pool key is cleared in the same write.
-  ASSIGN_OR_RETURN(auto rows, db_.query("UPDATE sessions SET pool='', state=?, name=COALESCE(NULLIF(?, ''), id), owner_uid=?, spec=?, expires_at=?, created_at=?"
-                                        " WHERE id=(SELECT id FROM sessions WHERE pool=? AND state='pooled'"
-                                        " ORDER BY created_at, id LIMIT 1) RETURNING id, name, owner_uid, state, secret, spec,"
-                                        " shim_pid, shim_start, init_pid, init_start, created_at, expires_at, pool",
-                                        {as.state, as.name, as.owner_uid, as.spec, as.expires_at, now(), pool}));
+  // BEGIN and COMMIT as kept statements (query), not parsed again each time (script).
+  RETURN_IF_ERROR(db_.exec("BEGIN IMMEDIATE"));
+  auto fail = [&](Error e) -> Result<std::optional<SessionRow>> {
+    (void)db_.exec("ROLLBACK");
+    return e;
+  };
+  // Invariant: one commit, so a kill -9 leaves the member pooled or the session claimed (with
+  // its audit line kept), never a row in between; the pool key is cleared in the same write.
+  auto rows = db_.query("UPDATE sessions SET pool='', state=?, name=COALESCE(NULLIF(?, ''), id), owner_uid=?, spec=?, expires_at=?, created_at=?"
+                        " WHERE id=(SELECT id FROM sessions WHERE pool=? AND state='pooled'"
+                        " ORDER BY created_at, id LIMIT 1) RETURNING id, name, owner_uid, state, secret, spec,"
+                        " shim_pid, shim_start, init_pid, init_start, created_at, expires_at, pool",
+                        {as.state, as.name, as.owner_uid, as.spec, as.expires_at, now(), pool});
+  if (!rows) return fail(rows.error());
+  if (rows->empty()) {
+    if (auto r = db_.exec("COMMIT"); !r) return fail(r.error());
+    return std::optional<SessionRow>();
+  }
   // The claimed row from the same statement (the columns of kSessionCols): no second read.
-  if (rows.empty()) return std::optional<SessionRow>();
-  return std::optional<SessionRow>(sessionOf(rows[0]));
+  SessionRow s = sessionOf((*rows)[0]);
+  const ClaimCheck c = check(s);
+  if (!c.alive) {
+    if (auto r = db_.exec("UPDATE sessions SET state='removing' WHERE id=?", {s.id}); !r) return fail(r.error());
+    s.state = "removing";
+  } else if (c.audit_line) {
+    if (auto r = db_.exec("INSERT INTO audit_outbox(seq, line) VALUES(?,?)", {c.audit_line->first, c.audit_line->second}); !r)
+      return fail(r.error());
+  }
+  if (auto r = db_.exec("DELETE FROM audit_outbox WHERE seq<=?", {synced_seq}); !r) return fail(r.error());
+  if (auto r = db_.exec("COMMIT"); !r) return fail(r.error());
+  return std::optional<SessionRow>(std::move(s));
+}
+
+Result<std::vector<std::pair<int64_t, std::string>>> Store::auditOutbox() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(auto rows, db_.query("SELECT seq, line FROM audit_outbox ORDER BY seq"));
+  std::vector<std::pair<int64_t, std::string>> out;
+  out.reserve(rows.size());
+  for (const SqlRow& r : rows) out.emplace_back(asInt(r[0]).value_or(0), asText(r[1]));
+  return out;
+}
+
+Result<void> Store::clearAuditOutbox() {
+  std::lock_guard lock(mu_);
+  return db_.exec("DELETE FROM audit_outbox");
 }
 
 Result<bool> Store::setPoolMemberReady(const std::string& id) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,7 +16,7 @@
 
 namespace corral::daemon {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 struct SessionRow {
   std::string id, name, state, secret, spec;  // spec: sessionSpecJson, env values included (0600 file)
@@ -124,9 +125,22 @@ class Store {
   Result<std::vector<ProfileRow>> profiles(int64_t owner);  // newest of each; owner < 0: all
   Result<int64_t> deleteProfile(int64_t owner, const std::string& name);  // versions removed
 
-  // Warm pool members (store_pool.cc). A claim is one UPDATE: the oldest pooled member of pool
-  // becomes the owner's session, with the create's name, spec, expiry and state; none: nullopt.
-  Result<std::optional<SessionRow>> claimPoolMember(const std::string& pool, const SessionRow& as);
+  // Warm pool members. A claim is one transaction: the oldest pooled member of pool becomes
+  // the owner's session, with the create's name, spec, expiry and state (none: nullopt).
+  // check(row) is called inside it with the claimed row: a member it finds dead is made
+  // "removing" instead (its row comes back so), and an audit line it returns is kept in the
+  // audit outbox in the same commit, so the line is as durable as the claim with one sync
+  // (audit_log.h, AuditLog::Reservation). Outbox lines up to synced_seq, which the log has
+  // synced since, are deleted in the same write.
+  struct ClaimCheck {
+    bool alive = true;
+    std::optional<std::pair<int64_t, std::string>> audit_line;  // (seq, line)
+  };
+  Result<std::optional<SessionRow>> claimPoolMember(const std::string& pool, const SessionRow& as,
+                                                    const std::function<ClaimCheck(const SessionRow&)>& check, int64_t synced_seq);
+  // The audit outbox at start (seq order): lines a power cut may have taken from the log's end.
+  Result<std::vector<std::pair<int64_t, std::string>>> auditOutbox();
+  Result<void> clearAuditOutbox();
   // creating -> pooled; false when the member was drained (or removed) meanwhile.
   Result<bool> setPoolMemberReady(const std::string& id);
   // Members of pools not in keep (creating or pooled) become removing: no claim can take them.

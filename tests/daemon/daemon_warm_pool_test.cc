@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -437,6 +438,62 @@ TEST(DaemonWarmPool, KillNineDuringFillAndClaimLeavesNothingAndRefills) {
   const std::vector<std::string> after = violations(t.d, "no-mark", {});
   EXPECT_TRUE(after.empty()) << explained(t.d, after);
 }
+
+// ---- daemon.audit-log-chained (a warm create's line, committed with its claim) ----
+
+// A warm create's session_created line is kept in the store's outbox by the claim's own commit
+// and written to the log without a sync of its own. Simulated power cut: the daemon killed,
+// then the log cut back to just before that line (what an unsynced tail can lose). The next
+// start must put the line back from the store; with the outbox emptied first (the control),
+// it stays lost, so the test can fail.
+void warmCreateLineAfterACut(bool empty_the_outbox) {
+  PoolRun t(1);
+  ASSERT_TRUE(t.full(1)) << t.d.stderrText();
+  const json s = t.create();
+  ASSERT_TRUE(s.value("warm", false)) << s.dump();
+  const std::string id = s.value("id", "");
+  t.d.kill9();
+  const std::string log = t.d.stateDir() + "/audit.jsonl";
+  const std::string text = fileText(log);
+  size_t at = std::string::npos;
+  for (size_t line = 0; line < text.size();) {
+    const size_t end = text.find('\n', line);
+    const json e = json::parse(text.substr(line, end - line), nullptr, false);
+    if (e.is_object() && e.value("event", "") == "session_created" && e.value("session", "") == id) {
+      at = line;
+      break;
+    }
+    line = end + 1;
+  }
+  ASSERT_NE(at, std::string::npos) << "control: the warm create's line was written: " << text;
+  std::filesystem::resize_file(log, at);
+  if (empty_the_outbox) {
+    RunResult del = run({"/usr/bin/python3", "-c",
+                         "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); n=c.execute('DELETE FROM audit_outbox').rowcount; "
+                         "c.commit(); print(n)",
+                         t.d.stateDir() + "/state.db"});
+    ASSERT_EQ(del.exit_code, 0) << del.describe();
+    ASSERT_EQ(del.out, "1\n") << "control: the outbox held the line's row";
+  }
+  ASSERT_TRUE(t.d.start()) << t.d.stderrText();
+  int found = 0;
+  for (const json& e : auditEvents(t.d))
+    if (e.value("event", "") == "session_created" && e.value("session", "") == id) ++found;
+  RunResult v = run({corralBin(), "daemon", "verify-log", log});
+  EXPECT_EQ(v.exit_code, 0) << claim("daemon.audit-log-chained", "the log with the line put back does not verify: " + v.describe());
+  if (empty_the_outbox) {
+    EXPECT_EQ(found, 0) << "control: without the outbox's row the cut line cannot come back";
+  } else {
+    EXPECT_EQ(found, 1) << claim("daemon.audit-log-chained", "a warm create's audit line lost with the log's unsynced tail did not come back");
+    EXPECT_NE(t.d.stderrText().find("event=audit_replayed lines=1"), std::string::npos) << t.d.stderrText();
+  }
+  // The session itself is there either way: the claim was committed.
+  EXPECT_EQ(t.d.curl("GET", "/v1/sessions/" + id).status, 200);
+}
+
+TEST(DaemonAuditLogChained, AWarmCreatesLineLostWithTheLogsTailComesBackFromTheStore) { warmCreateLineAfterACut(false); }
+
+TEST(DaemonAuditLogChained, ControlWithTheOutboxEmptiedTheCutLineStaysLost) { warmCreateLineAfterACut(true); }
 
 }  // namespace
 }  // namespace corral::testing
