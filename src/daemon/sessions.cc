@@ -68,7 +68,7 @@ std::optional<Json> readStatus(const std::string& cmd_dir) {
 
 Sessions::Sessions(Store& store, AuditLog& audit, std::string state_dir, std::string core_binary, FreezerChoice freezer)
     : store_(store), audit_(audit), state_dir_(std::move(state_dir)), core_(std::move(core_binary)), workspace_(workspaceMechanism()),
-      freezer_(findFreezer(freezer)) {}
+      freezer_(findFreezer(freezer, state_dir_ + "/sessions")) {}
 
 std::string Sessions::dirOf(const std::string& id) const { return state_dir_ + "/sessions/" + id; }
 
@@ -375,7 +375,7 @@ Result<ShimProcesses> Sessions::launch(const SessionRow& row, const SessionSpec&
   // Init has started nothing yet: in the freezer cgroup now, everything it forks is in it too.
   // A VM session's "init" is QEMU's jailer: the guest is not paused by freezing it (refused).
   if (freezer_.usable && !spec.vm)
-    if (auto f = freezerAdopt(freezer_, row.id, static_cast<pid_t>(procs->init_pid)); !f)
+    if (auto f = freezerAdopt(freezer_, row.id, static_cast<pid_t>(procs->init_pid), static_cast<uint64_t>(procs->init_start)); !f)
       log::warn("freezer_adopt_failed", "session=" + row.id + " reason=" + log::value(f.error().message()));
   if (!pooled) RETURN_IF_ERROR(store_.setSessionState(row.id, "running"));
   return procs;
@@ -830,7 +830,7 @@ void Sessions::reconcileOne(const SessionRow& s) {
     // started (the row was not running), so init alone is all there is to move.
     const auto tasks = freezerTasks(freezer_, s.id);
     if (freezer_.usable && !vmBacked(s) && std::find(tasks.begin(), tasks.end(), static_cast<pid_t>(p.init_pid)) == tasks.end())
-      if (auto f = freezerAdopt(freezer_, s.id, static_cast<pid_t>(p.init_pid)); !f)
+      if (auto f = freezerAdopt(freezer_, s.id, static_cast<pid_t>(p.init_pid), static_cast<uint64_t>(p.init_start)); !f)
         log::warn("freezer_adopt_failed", "session=" + s.id + " reason=" + log::value(f.error().message()));
     (void)store_.setSessionState(s.id, "running");
     log::info("reconcile_create_completed", "session=" + s.id + " shim_pid=" + std::to_string(p.shim_pid));
@@ -869,7 +869,7 @@ void Sessions::reconcileMember(const SessionRow& s) {
     (void)store_.setSessionProcesses(s.id, p.shim_pid, p.shim_start, p.init_pid, p.init_start);
     const auto tasks = freezerTasks(freezer_, s.id);
     if (freezer_.usable && std::find(tasks.begin(), tasks.end(), static_cast<pid_t>(p.init_pid)) == tasks.end())
-      if (auto f = freezerAdopt(freezer_, s.id, static_cast<pid_t>(p.init_pid)); !f)
+      if (auto f = freezerAdopt(freezer_, s.id, static_cast<pid_t>(p.init_pid), static_cast<uint64_t>(p.init_start)); !f)
         log::warn("freezer_adopt_failed", "member=" + s.id + " reason=" + log::value(f.error().message()));
     (void)store_.setPoolMemberReady(s.id);
   }
