@@ -200,7 +200,12 @@ void serveConnection(UniqueFd fd, Peer peer, ApiContext& ctx) {
     // An upload's body may be left unread (refused early): the connection cannot be reused.
     const bool keep = msg.keep_alive() && !res.stream && !upload;
     writeResponse(stream, res, keep, ec);
-    if (ec || !keep) return;
+    if (ec || !keep) {
+      // The answer is whole: its end reaches the client now, not after what this thread still
+      // does before the close (a warm create's deferred wake of the pool's filler).
+      if (!ec) ::shutdown(stream.fd(), SHUT_WR);
+      return;
+    }
   }
 }
 

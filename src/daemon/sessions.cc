@@ -118,9 +118,11 @@ Json Sessions::sessionJson(const SessionRow& s) {
   Json j = {{"id", s.id}, {"name", s.name}, {"state", s.state}, {"owner_uid", s.owner_uid}, {"created_at", s.created_at}};
   // Which freezer pause uses for it: none when this daemon has none, or its init is not in one.
   j["freezer"] = freezer_.usable && !freezerState(freezer_, s.id).empty() ? freezer_.name() : "none";
-  j["backend"] = vmBacked(s) ? "vm" : "namespace";
+  j["backend"] = "namespace";
   if (s.expires_at) j["expires_at_ms"] = s.expires_at;
+  // The stored spec parsed once (vmBacked() would parse it again).
   if (auto spec = parseJson(s.spec); spec && spec->is_object()) {
+    if (spec->value("backend", std::string()) == "vm") j["backend"] = "vm";
     for (const char* key : {"limits", "net", "allow", "allow_internal", "ro_binds", "credentials", "ssh_key", "profile", "profile_version"})
       if (spec->contains(key)) j[key] = (*spec)[key];
   }
@@ -244,9 +246,9 @@ Result<std::optional<Json>> Sessions::claim(const Peer& peer, const std::string&
     auto check = [&](const SessionRow& s) {
       Store::ClaimCheck c;
       // A member whose sandbox died while it waited (OOM, a kill from outside) is never handed
-      // out. Its shim and init by pid and start time (a reused pid fails), not a round trip to
-      // the shim: that would cost the claim a wake-up of another process.
-      // The member's link (made when it was filled) holds pidfds for both; try_lock: the claim
+      // out. Not a round trip to the shim (that would cost the claim a wake-up of another
+      // process): the pidfds of its shim and init that its link holds (made when it was
+      // filled), else both by pid and start time (a reused pid fails). try_lock: the claim
       // holds the store's lock, and a link's holder may be waiting for the store.
       std::optional<bool> up;
       if (auto l = linkFor(s.id); l->mu.try_lock()) {

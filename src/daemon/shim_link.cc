@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -13,6 +14,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string_view>
 #include <vector>
 
 #include "daemon/fd_receive.h"
@@ -55,39 +58,54 @@ Result<ShimProcesses> processesOf(const Json& j) {
 
 }  // namespace
 
+char* controlBuffer() {
+  thread_local const std::unique_ptr<char[]> buf = std::make_unique_for_overwrite<char[]>(kMaxControlBytes);
+  return buf.get();
+}
+
 Result<ShimProcesses> startShim(const std::string& core, const std::string& dir, const Json& config, const std::string& leases) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0) return sysError("pipe");
   UniqueFd in_r(in[0]), in_w(in[1]);
   if (::pipe2(out, O_CLOEXEC) != 0) return sysError("pipe");
   UniqueFd out_r(out[0]), out_w(out[1]);
-  // Everything the child touches is made before fork: the daemon has threads.
   std::vector<std::string> args = {core, kShimCommand, dir};
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  sigset_t all, old;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t mid = ::fork();
-  if (mid == 0) {
-    // A new session, then a second fork: the shim is nobody's child here and no terminal's.
-    ::setsid();
-    if (::fork() != 0) ::_exit(0);
-    ::dup2(in_r.get(), 0);
-    ::dup2(out_w.get(), 1);
-    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
-    ::signal(SIGPIPE, SIG_IGN);  // a daemon that died mid-create must not kill the shim
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    char* envp[] = {nullptr};  // nothing of the daemon's environment
-    ::execve(argv[0], argv.data(), envp);
-    ::_exit(127);
+  // posix_spawn, not fork: glibc's spawn shares the daemon's memory until the exec (vfork's
+  // CLONE_VM), so the daemon's pages are not made copy-on-write. After a fork, the next
+  // request paid about 55 page faults (copies of pages the fork had shared), 0.1 ms of a warm
+  // create. The child is a session leader with stdin and stdout on the pipes; the shim then
+  // forks once itself and its first process exits (shimMain), so the shim is nobody's child
+  // here and no terminal's, as with a double fork.
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  if (::posix_spawn_file_actions_init(&fa) != 0) return Error(Errc::kIo, "posix_spawn_file_actions_init");
+  struct FreeActions {
+    posix_spawn_file_actions_t* fa;
+    ~FreeActions() { ::posix_spawn_file_actions_destroy(fa); }
+  } free_fa{&fa};
+  if (::posix_spawnattr_init(&attr) != 0) return Error(Errc::kIo, "posix_spawnattr_init");
+  struct FreeAttr {
+    posix_spawnattr_t* attr;
+    ~FreeAttr() { ::posix_spawnattr_destroy(attr); }
+  } free_attr{&attr};
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigfillset(&defaults);
+  sigdelset(&defaults, SIGPIPE);  // left ignored (the daemon ignores it): a daemon that died mid-create must not kill the shim
+  if (::posix_spawn_file_actions_adddup2(&fa, in_r.get(), 0) != 0 || ::posix_spawn_file_actions_adddup2(&fa, out_w.get(), 1) != 0 ||
+      ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) != 0 ||
+      ::posix_spawnattr_setsigmask(&attr, &none) != 0 || ::posix_spawnattr_setsigdefault(&attr, &defaults) != 0)
+    return Error(Errc::kIo, "posix_spawn: attributes");
+  char* envp[] = {nullptr};  // nothing of the daemon's environment
+  pid_t mid = -1;
+  if (const int rc = ::posix_spawn(&mid, argv[0], &fa, &attr, argv.data(), envp); rc != 0) {
+    errno = rc;
+    return sysError("posix_spawn " + core);
   }
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (mid < 0) return sysError("fork");
   while (::waitpid(mid, nullptr, 0) < 0 && errno == EINTR) {
   }
   in_r.reset();
@@ -162,11 +180,12 @@ Result<Json> ShimLink::call(const Json& req, UniqueFd* fd) {
   while ((rc = ::poll(&p, 1, kCallTimeoutMs)) < 0 && errno == EINTR) {
   }
   if (rc <= 0) return Error(Errc::kIo, "session shim: no answer in time");
-  std::string buf(kMaxControlBytes, '\0');
-  const ssize_t n = recvWithFd(fd_.get(), buf.data(), buf.size(), fd);
+  char* buf = controlBuffer();
+  const ssize_t n = recvWithFd(fd_.get(), buf, kMaxControlBytes, fd);
   if (n <= 0) return Error(Errc::kIo, "session shim: connection closed");
-  buf.resize(static_cast<size_t>(n));
-  ASSIGN_OR_RETURN(Json res, parseJson(buf));
+  auto parsed = parseJson(std::string_view(buf, static_cast<size_t>(n)));
+  std::fill(buf, buf + n, '\0');
+  ASSIGN_OR_RETURN(Json res, std::move(parsed));
   if (!res.is_object() || !res.contains("ok") || res["ok"] != true)
     return Error(Errc::kRefused, res.is_object() && res.contains("error") && res["error"].is_string()
                                      ? res["error"].get<std::string>()

@@ -311,16 +311,15 @@ Json Shim::handle(Client& c, const Json& req, bool* reply_later, bool* stop, int
 }
 
 void Shim::onClient(Client& c) {
-  std::string buf(kMaxControlBytes, '\0');
-  const ssize_t n = ::recv(c.fd.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+  char* buf = controlBuffer();
+  const ssize_t n = ::recv(c.fd.get(), buf, kMaxControlBytes, MSG_DONTWAIT);
   if (n <= 0) {
     if (n == 0 || (errno != EAGAIN && errno != EINTR)) dropClient(c);
     return;
   }
-  buf.resize(static_cast<size_t>(n));
-  auto req = parseJson(buf);
+  auto req = parseJson(std::string_view(buf, static_cast<size_t>(n)));
   // A rotate_lease request holds a credential value: no copy of it outlives the request here.
-  std::fill(buf.begin(), buf.end(), '\0');
+  std::fill(buf, buf + n, '\0');
   bool later = false, close_client = false;
   int pass_fd = -1;  // take_io's descriptor (the shim's copy stays)
   Json res = req ? handle(c, *req, &later, &close_client, &pass_fd) : Json{{"ok", false}, {"error", "malformed"}};
@@ -455,11 +454,10 @@ void Shim::onInit() {
 
 // The bridge's answer to a file request: to the client that asked, without the seq.
 void Shim::onFiles() {
-  std::string buf(kMaxControlBytes, '\0');
-  const ssize_t n = ::recv(cfg_.files, buf.data(), buf.size(), MSG_DONTWAIT);
+  char* buf = controlBuffer();
+  const ssize_t n = ::recv(cfg_.files, buf, kMaxControlBytes, MSG_DONTWAIT);
   if (n <= 0) return;
-  buf.resize(static_cast<size_t>(n));
-  auto j = parseJson(buf);
+  auto j = parseJson(std::string_view(buf, static_cast<size_t>(n)));
   if (!j || !j->is_object() || !j->contains("seq") || !(*j)["seq"].is_number_unsigned()) return;
   auto it = file_waiters_.find((*j)["seq"].get<uint64_t>());
   if (it == file_waiters_.end()) return;

@@ -3,6 +3,7 @@
 #include "daemon/shim.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -113,6 +114,11 @@ int shimMain(const std::vector<std::string>& args) {
     return 125;
   }
   const std::string& dir_path = args[0];
+  // The daemon spawned this process as a session leader and waits for it to exit: the shim
+  // goes on in a child of it, which init (or the nearest subreaper) adopts, never the daemon.
+  // A daemon that dies mid-create must not kill it through a broken pipe either.
+  ::signal(SIGPIPE, SIG_IGN);
+  if (const pid_t child = ::fork(); child != 0) ::_exit(child < 0 ? 125 : 0);
   log::setLevel(log::Level::kInfo);
   // stdout is the daemon's pipe for the ready line: keep it aside, and put /dev/null on 0..2
   // (the sandbox's init is cloned from this process and must hold nothing of the daemon's).

@@ -137,12 +137,11 @@ bool VmBridge::fromLoop() {
 
 // A files request from the loop: {"seq", "op": "file_get"|"file_put", "path", "data" (base64)}.
 bool VmBridge::fileRequest() {
-  std::string buf(kMaxControlBytes, '\0');
-  const ssize_t n = ::recv(files_.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+  char* buf = controlBuffer();
+  const ssize_t n = ::recv(files_.get(), buf, kMaxControlBytes, MSG_DONTWAIT);
   if (n == 0) return false;
   if (n < 0) return errno == EAGAIN || errno == EINTR;
-  buf.resize(static_cast<size_t>(n));
-  auto j = parseJson(buf);
+  auto j = parseJson(std::string_view(buf, static_cast<size_t>(n)));
   if (!j || !j->is_object() || !(*j)["seq"].is_number_unsigned()) return true;
   const uint64_t seq = (*j)["seq"].get<uint64_t>();
   if ((*j)["op"] == "vm_pause" || (*j)["op"] == "vm_resume" || (*j)["op"] == "vm_state") {
