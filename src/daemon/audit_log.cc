@@ -104,8 +104,8 @@ std::pair<int64_t, std::string> AuditLog::Reservation::line(const std::string& e
 
 void AuditLog::Reservation::write() {
   if (text_.empty() || written_) return;
-  const std::string line = text_ + "\n";
-  if (::write(log_.fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+  const std::string with_newline = text_ + "\n";
+  if (::write(log_.fd_.get(), with_newline.data(), with_newline.size()) != static_cast<ssize_t>(with_newline.size())) {
     // The outbox still holds it: the next start appends it (replay), as after a power cut.
     log::warn("audit_write_failed", "event=" + event_ + " errno=" + std::to_string(errno));
     return;
