@@ -44,5 +44,44 @@ TEST(DaemonConcurrentClients, ControlTheClientsReportAFailure) {
   EXPECT_EQ(j["error_count"], 6) << r.out;  // list, show and exec of clients 1-3 and 5-7
 }
 
+// Connections that never send a byte: each holds the thread that accepted it (up to the I/O
+// timeout), so the server must start another for the next client, and past kMaxConnections
+// (256) it must answer at once that it is busy rather than leave clients queued.
+nlohmann::json silentRun(const Daemon& d, int silent, int want) {
+  RunOptions o;
+  o.deadline = std::chrono::milliseconds(120'000);
+  RunResult r = run({"/usr/bin/python3", CORRAL_SOURCE_DIR "/tests/daemon/silent_clients.py", d.socket(), std::to_string(silent),
+                     std::to_string(want)},
+                    o);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+TEST(DaemonConcurrentClients, SilentConnectionsDoNotStallTheClientsBesideThem) {
+  Daemon d;
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  // More than the acceptors that wait idle (4) and those started with the server (2).
+  const auto j = silentRun(d, 16, 200);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["status"], 200) << j.dump();
+  EXPECT_LT(j["seconds"].get<double>(), 5.0) << "served only after the silent connections timed out: " << j.dump();
+  // Control: the silent connections really were pending (each held its thread), so the test
+  // can fail: a server with one thread per accept loop would have stalled here.
+  EXPECT_EQ(j["silent_pending"], 16) << j.dump();
+  EXPECT_EQ(j["after"], 200) << j.dump();
+}
+
+TEST(DaemonConcurrentClients, PastTheConnectionCapAClientIsToldBusyAtOnce) {
+  Daemon d;
+  ASSERT_TRUE(d.start()) << d.stderrText();
+  const auto j = silentRun(d, 256, 503);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["status"], 503) << j.dump();
+  EXPECT_EQ(j["code"], "busy") << j.dump();
+  EXPECT_LT(j["seconds"].get<double>(), 15.0) << j.dump();
+  // Once the silent ones close, the daemon serves again (their threads are freed).
+  EXPECT_EQ(j["after"], 200) << j.dump();
+}
+
 }  // namespace
 }  // namespace corral::testing
