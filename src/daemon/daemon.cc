@@ -138,7 +138,7 @@ int runDaemon(const DaemonOptions& opts) {
   Profiles profiles(*store, *audit);
   profiles.setPool(&pool);
   ApiContext ctx{sessions, credentials, profiles, events};
-  if (auto served = server->serve(ctx, stop_fd.get()); !served) return fail(served.error());
+  server->serve(ctx, stop_fd.get());
   if (opts.stop_sessions) sessions.stopAll();
   log::info("daemon_stopped", opts.stop_sessions ? "sessions=stopped" : "sessions=left_running");
   // Connection threads may still hold ctx: leave without running destructors under them.

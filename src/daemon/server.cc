@@ -317,7 +317,7 @@ void Server::handle(UniqueFd conn, ApiContext& ctx) const {
   g_connections.fetch_sub(1);
 }
 
-Result<void> Server::serve(ApiContext& ctx, int stop_fd) {
+void Server::serve(ApiContext& ctx, int stop_fd) {
   // Shared with the acceptors, which outlive this call until they next wake.
   auto a = std::make_shared<Acceptors>();
   a->server = this;
@@ -332,7 +332,6 @@ Result<void> Server::serve(ApiContext& ctx, int stop_fd) {
   // Wakes every acceptor blocked in accept() with EINVAL (Linux); the socket stays bound
   // until the process exits, so connecting clients are refused rather than left queued.
   if (::shutdown(fd_.get(), SHUT_RDWR) != 0) log::warn("serve_stop_failed", "errno=" + std::to_string(errno));
-  return {};
 }
 
 }  // namespace corral::daemon

@@ -33,9 +33,9 @@ class Server {
   // Makes the socket's directory (0700, or 0710 with the group) and binds the socket born
   // 0600 (0660), replacing a stale socket there (the caller holds the state directory's lock).
   static Result<Server> listen(const ListenOptions& opts);
-  // Serves until stop_fd is readable (a signalfd); returns what woke it. Connections are
-  // accepted and served by a small pool of threads (server.cc); this one only waits.
-  Result<void> serve(ApiContext& ctx, int stop_fd);
+  // Serves until stop_fd is readable (a signalfd), then returns. Connections are accepted and
+  // served by a small pool of threads (server.cc); this one only waits.
+  void serve(ApiContext& ctx, int stop_fd);
   // One accepted connection, on the calling thread: the peer checked, then served or refused.
   void handle(UniqueFd conn, ApiContext& ctx) const;
 
