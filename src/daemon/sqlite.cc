@@ -118,7 +118,8 @@ Result<void> Sqlite::preallocateWal(const std::string& path, int64_t bytes) {
   for (int64_t at = 0; at < bytes; at += static_cast<int64_t>(zeros.size())) {
     if (::pwrite(fd.get(), zeros.data(), zeros.size(), at) != static_cast<ssize_t>(zeros.size())) {
       const Error e = sysError("write " + wal);
-      (void)::ftruncate(fd.get(), 0);
+      // Back to empty; zeros a failed truncate leaves are no frames either (sqlite.h).
+      [[maybe_unused]] const int truncated = ::ftruncate(fd.get(), 0);
       return e;
     }
   }
